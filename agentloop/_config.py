@@ -1,0 +1,129 @@
+"""``AgentLoopConfig``: everything a loop run needs besides its context."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from ._retry import ExponentialBackoff, RetryStrategy
+from ._types import (
+    AgentMessage,
+    CustomMessage,
+    LlmMessage,
+    ModelSpec,
+    StreamOptions,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from ._events import AgentEvent
+    from ._policy import (
+        ApprovalCallback,
+        PostLoopPolicy,
+        PostTurnPolicy,
+        PreDispatchPolicy,
+        PreTurnPolicy,
+    )
+    from ._stream import StreamFn
+    from ._tools import AgentTool
+
+__all__ = [
+    "AgentLoopConfig",
+    "ConvertToLlm",
+    "MessageSource",
+    "ToolExecution",
+    "TransformContext",
+    "default_convert_to_llm",
+]
+
+
+class TransformContext:
+    """What a context transformer is told about the request it shapes.
+
+    Attributes:
+        overflow: the previous attempt of this turn overflowed the context window; prune harder.
+        model: the model the request is for.
+        turn: the turn's index in the run.
+    """
+
+    __slots__ = ("_emit", "model", "overflow", "turn")
+
+    def __init__(
+        self, *, overflow: bool, model: ModelSpec, turn: int, emit: Callable[[AgentEvent], None]
+    ) -> None:
+        self.overflow = overflow
+        self.model = model
+        self.turn = turn
+        self._emit = emit
+
+    def report(self, report: str, *, dropped: int = 0, details: Any = None) -> None:
+        """Emit a ``ContextCompacted`` event saying what the transformer did."""
+        from ._events import ContextCompacted
+
+        self._emit(ContextCompacted(report=report, dropped=dropped, details=details))
+
+
+ConvertToLlm: TypeAlias = Callable[[AgentMessage], LlmMessage | None]
+Transform: TypeAlias = Callable[[list[AgentMessage], TransformContext], list[AgentMessage]]
+AsyncTransform: TypeAlias = Callable[
+    [list[AgentMessage], TransformContext], Awaitable[list[AgentMessage]]
+]
+MessageSource: TypeAlias = Callable[[], Awaitable[Sequence[AgentMessage]]]
+ToolExecution: TypeAlias = (
+    Literal["concurrent", "sequential"] | Callable[[Sequence[ToolCall]], Sequence[Sequence[int]]]
+)
+
+
+def default_convert_to_llm(message: AgentMessage) -> LlmMessage | None:
+    """Pass LLM messages through; drop custom ones."""
+    return None if isinstance(message, CustomMessage) else message
+
+
+@dataclasses.dataclass(kw_only=True, slots=True)
+class AgentLoopConfig:
+    """Configuration of a loop run.
+
+    Attributes:
+        model: the model to call.
+        stream_fn: the provider.
+        stream_options: per-call options (the API key is filled in per call).
+        tools: the tools the model may call (``AgentContext.tools`` is used when empty).
+        retry_strategy: decides retries of failed model calls.
+        convert_to_llm: maps each message to what the model sees (``None`` drops it).
+        transform_context: synchronous hook shaping the messages of each request; it must
+            return a list and not mutate its input.
+        async_transform_context: the same, asynchronous; runs before the synchronous one.
+        get_api_key: resolves the API key for a provider name before every model call.
+        get_steering_messages: polled after each tool completes and after each turn.
+        get_follow_up_messages: polled when the run would otherwise end.
+        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies:
+            see ``agentloop._policy``.
+        approval: asked about each tool call that passed the pre-dispatch policies.
+        tool_execution: ``"concurrent"`` (default), ``"sequential"``, or a function that
+            partitions a batch (by index) into groups run one after another.
+        max_concurrent_tools: at most this many tools run at once.
+        tool_timeout: seconds a tool may run before its call ends as an error.
+        system_prompt: a callable computing the system prompt once per turn (sync or async).
+    """
+
+    model: ModelSpec
+    stream_fn: StreamFn
+    stream_options: StreamOptions = dataclasses.field(default_factory=StreamOptions)
+    tools: Sequence[AgentTool] = ()
+    retry_strategy: RetryStrategy = dataclasses.field(default_factory=ExponentialBackoff)
+    convert_to_llm: ConvertToLlm = default_convert_to_llm
+    transform_context: Transform | None = None
+    async_transform_context: AsyncTransform | None = None
+    get_api_key: Callable[[str], Awaitable[str | None]] | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
+    pre_turn_policies: Sequence[PreTurnPolicy] = ()
+    pre_dispatch_policies: Sequence[PreDispatchPolicy] = ()
+    post_turn_policies: Sequence[PostTurnPolicy] = ()
+    post_loop_policies: Sequence[PostLoopPolicy] = ()
+    approval: ApprovalCallback | None = None
+    tool_execution: ToolExecution = "concurrent"
+    max_concurrent_tools: int | None = None
+    tool_timeout: float | None = None
+    system_prompt: Callable[[], str | Awaitable[str]] | None = None

@@ -1,0 +1,121 @@
+"""The error hierarchy.
+
+Model and tool failures are data (assistant messages with stop reason ``error``, error tool
+results); these exceptions are for what the caller must handle::
+
+    AgentError
+    ├── ModelError                  a model call that failed after retries
+    │   ├── ContextWindowOverflow   the request does not fit the model's context window
+    │   ├── ModelThrottled          rate limited (429, "overloaded"); may carry retry_after
+    │   ├── NetworkError            connection failures, 5xx, a stream cut short
+    │   └── StreamError             any other failure (auth, content filter, malformed stream)
+    ├── StructuredOutputFailed      structured output still invalid after the retries
+    ├── AlreadyRunning              a second prompt/continue while a run is active
+    ├── NoMessages                  continue with an empty history
+    ├── InvalidContinue             continue when the last message is the assistant's
+    └── Aborted                     the run was aborted
+"""
+
+from __future__ import annotations
+
+from ._types import ErrorKind
+
+__all__ = [
+    "AgentError",
+    "Aborted",
+    "AlreadyRunning",
+    "ContextWindowOverflow",
+    "InvalidContinue",
+    "ModelError",
+    "ModelThrottled",
+    "NetworkError",
+    "NoMessages",
+    "StreamError",
+    "StructuredOutputFailed",
+    "error_for_kind",
+]
+
+
+class AgentError(Exception):
+    """Base class of every error this library raises."""
+
+
+class ModelError(AgentError):
+    """A model call failed; ``kind`` says how."""
+
+    kind: ErrorKind = ErrorKind.OTHER
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
+class ContextWindowOverflow(ModelError):
+    """The provider rejected the request because it exceeds the model's context window."""
+
+    kind = ErrorKind.CONTEXT_OVERFLOW
+
+    def __init__(self, message: str, *, model: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.model = model
+
+
+class ModelThrottled(ModelError):
+    """Rate limited or overloaded; ``retry_after`` is the provider's hint in seconds, if any."""
+
+    kind = ErrorKind.THROTTLED
+
+
+class NetworkError(ModelError):
+    """A transient transport failure: connection refused or reset, 5xx, a stream cut short."""
+
+    kind = ErrorKind.NETWORK
+
+
+class StreamError(ModelError):
+    """A non-retryable model failure (auth, content filter, malformed stream, anything else)."""
+
+    def __init__(
+        self, message: str, *, kind: ErrorKind = ErrorKind.OTHER, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.kind = kind
+
+
+class StructuredOutputFailed(AgentError):
+    """The model's structured output was still invalid after the allowed attempts."""
+
+    def __init__(self, attempts: int, last_error: str) -> None:
+        super().__init__(f"structured output failed after {attempts} attempts: {last_error}")
+        self.attempts = attempts
+        self.last_error = last_error
+
+
+class AlreadyRunning(AgentError):
+    """The agent is already running; one run at a time."""
+
+
+class NoMessages(AgentError):
+    """There is nothing to continue from: the history is empty."""
+
+
+class InvalidContinue(AgentError):
+    """Cannot continue: the last message is the assistant's and nothing is queued."""
+
+
+class Aborted(AgentError):
+    """The run was aborted."""
+
+
+def error_for_kind(
+    kind: ErrorKind, message: str, *, retry_after: float | None = None, model: str = ""
+) -> ModelError:
+    """The typed ``ModelError`` for a classified failure."""
+    if kind is ErrorKind.CONTEXT_OVERFLOW:
+        return ContextWindowOverflow(message, model=model, retry_after=retry_after)
+    if kind is ErrorKind.THROTTLED:
+        return ModelThrottled(message, retry_after=retry_after)
+    if kind is ErrorKind.NETWORK:
+        return NetworkError(message, retry_after=retry_after)
+    return StreamError(message, kind=kind, retry_after=retry_after)

@@ -1,0 +1,173 @@
+"""The lifecycle events a run emits, in this grammar::
+
+    run     := AgentStart turn* AgentEnd
+    turn    := TurnStart message* tools? message* TurnEnd
+    message := MessageStart MessageUpdate* StreamRetry* MessageEnd
+    tools   := (ToolExecutionStart ToolExecutionUpdate* ToolExecutionEnd)*
+
+Every message committed to the context (prompts, steering and follow-up messages, the
+assistant's answers, tool results) gets a ``MessageStart``/``MessageEnd`` pair;
+``MessageUpdate`` carries the assistant's streamed deltas. ``ContextCompacted`` may appear
+anywhere inside a turn.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeAlias
+
+import msgspec
+
+from ._stream import AssistantMessageEvent
+from ._types import AgentMessage, AssistantMessage, ContentBlock, ErrorKind, Text, ToolResultMessage
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "AgentToolResult",
+    "ContextCompacted",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "StreamRetry",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnStart",
+]
+
+
+class TurnEndReason(enum.StrEnum):
+    """Why a turn ended."""
+
+    COMPLETE = "complete"
+    TOOLS_EXECUTED = "tools_executed"
+    STEERING_INTERRUPT = "steering_interrupt"
+    ERROR = "error"
+    ABORTED = "aborted"
+
+
+class AgentToolResult(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
+    """What a tool returns: ``content`` for the model, ``details`` for logs and displays."""
+
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, details: Any = None, is_error: bool = False) -> AgentToolResult:
+        """A result holding one text block."""
+        return cls(content=[Text(text=text)], details=details, is_error=is_error)
+
+    @classmethod
+    def error(cls, message: str, *, details: Any = None) -> AgentToolResult:
+        """An error result the model can read."""
+        return cls.text(message, details=details, is_error=True)
+
+
+class _Ev(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True, tag_field="type"
+):
+    pass
+
+
+class AgentStart(_Ev, frozen=True, tag="agent_start"):
+    pass
+
+
+class AgentEnd(_Ev, frozen=True, tag="agent_end"):
+    """The run is over; ``messages`` are all the messages it added to the context."""
+
+    messages: list[AgentMessage]
+
+
+class TurnStart(_Ev, frozen=True, tag="turn_start"):
+    turn: int = 0
+
+
+class TurnEnd(_Ev, frozen=True, tag="turn_end"):
+    """A turn is over. ``message`` is ``None`` when the turn ended before the model answered."""
+
+    reason: TurnEndReason
+    message: AssistantMessage | None = None
+    tool_results: list[ToolResultMessage] = msgspec.field(default_factory=list)
+    turn: int = 0
+
+
+class MessageStart(_Ev, frozen=True, tag="message_start"):
+    """A message begins. For the assistant's answer this is an empty partial message."""
+
+    message: AgentMessage
+
+
+class MessageUpdate(_Ev, frozen=True, tag="message_update"):
+    """One streamed piece of the assistant's answer, as the provider sent it."""
+
+    event: AssistantMessageEvent
+
+
+class MessageEnd(_Ev, frozen=True, tag="message_end"):
+    """A message is complete and committed to the context."""
+
+    message: AgentMessage
+
+
+class StreamRetry(_Ev, frozen=True, tag="stream_retry"):
+    """The model call failed and is being retried after ``delay`` seconds.
+
+    Deltas streamed before the failure are void; the retry streams the answer afresh within the
+    same ``MessageStart``/``MessageEnd`` pair.
+    """
+
+    attempt: int
+    delay: float
+    kind: ErrorKind
+    message: str
+
+
+class ToolExecutionStart(_Ev, frozen=True, tag="tool_execution_start"):
+    call_id: str
+    name: str
+    arguments: Any = None
+
+
+class ToolExecutionUpdate(_Ev, frozen=True, tag="tool_execution_update"):
+    """Progress from a running tool."""
+
+    call_id: str
+    name: str
+    update: AgentToolResult
+
+
+class ToolExecutionEnd(_Ev, frozen=True, tag="tool_execution_end"):
+    call_id: str
+    name: str
+    result: AgentToolResult
+    is_error: bool = False
+
+
+class ContextCompacted(_Ev, frozen=True, tag="context_compacted"):
+    """A context transformer dropped or summarised messages; ``report`` says what."""
+
+    report: str
+    dropped: int = 0
+    details: Any = None
+
+
+AgentEvent: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | StreamRetry
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+    | ContextCompacted
+)

@@ -1,0 +1,77 @@
+"""Retry strategies for model calls (tools are never retried)."""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from ._errors import ModelError, ModelThrottled, NetworkError
+
+__all__ = ["ExponentialBackoff", "NoRetry", "RetryStrategy"]
+
+
+class RetryStrategy(Protocol):
+    """Decides whether a failed model call is tried again, and after how long."""
+
+    def should_retry(self, error: ModelError, attempt: int) -> bool:
+        """Whether to retry after ``error``; ``attempt`` counts the failed attempts so far (1..)."""
+        ...
+
+    def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1..)."""
+        ...
+
+
+class ExponentialBackoff:
+    """Exponential back-off with full jitter, capped, honouring a provider's retry-after.
+
+    Throttling and network errors are retried, up to ``max_attempts`` attempts in all.
+    Without jitter the n-th delay is ``min(max_delay, base_delay * multiplier ** (n - 1))``;
+    with jitter (the default) it is drawn uniformly from zero to that. A provider's
+    ``retry_after`` replaces the computed delay; a hint longer than ``max_retry_after`` means
+    the call is not retried at all.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_attempts: int = 4,
+        base_delay: float = 0.5,
+        multiplier: float = 2.0,
+        max_delay: float = 30.0,
+        jitter: bool = True,
+        max_retry_after: float = 120.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.multiplier = multiplier
+        self.max_delay = max_delay
+        self.jitter = jitter
+        self.max_retry_after = max_retry_after
+        self._rng = rng or random.Random()
+
+    def should_retry(self, error: ModelError, attempt: int) -> bool:
+        if attempt >= self.max_attempts:
+            return False
+        if not isinstance(error, ModelThrottled | NetworkError):
+            return False
+        return error.retry_after is None or error.retry_after <= self.max_retry_after
+
+    def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        if error is not None and error.retry_after is not None:
+            return max(0.0, error.retry_after)
+        ceiling = min(self.max_delay, self.base_delay * self.multiplier ** max(0, attempt - 1))
+        return self._rng.uniform(0.0, ceiling) if self.jitter else ceiling
+
+
+class NoRetry:
+    """Never retry."""
+
+    def should_retry(self, error: ModelError, attempt: int) -> bool:
+        return False
+
+    def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        return 0.0

@@ -1,0 +1,454 @@
+"""The provider protocol: ``StreamFn``, the events it yields, and the one accumulator.
+
+A provider turns a request into a stream of ``AssistantMessageEvent``: for each content block a
+start, any number of deltas and an end, then exactly one terminal event, ``Done`` or
+``ErrorEvent``. Providers never build messages themselves; ``Accumulator`` folds the events into
+an ``AssistantMessage``, and turns every malformed sequence into a message with stop reason
+``error`` and a readable ``error_message`` instead of an exception.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+import msgspec
+
+from ._types import (
+    AssistantMessage,
+    ContentBlock,
+    Cost,
+    ErrorKind,
+    Extension,
+    LlmContext,
+    ModelSpec,
+    StopReason,
+    StreamOptions,
+    Text,
+    Thinking,
+    ToolCall,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+__all__ = [
+    "Accumulator",
+    "AssistantMessageEvent",
+    "Done",
+    "ErrorEvent",
+    "ExtensionBlock",
+    "StreamFn",
+    "StreamStart",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ThinkingStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+]
+
+
+class _Event(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True, tag_field="type"
+):
+    pass
+
+
+class StreamStart(_Event, frozen=True, tag="start"):
+    """Optional first event: which provider and model are answering."""
+
+    provider: str | None = None
+    model_id: str | None = None
+
+
+class TextStart(_Event, frozen=True, tag="text_start"):
+    index: int
+
+
+class TextDelta(_Event, frozen=True, tag="text_delta"):
+    index: int
+    delta: str
+
+
+class TextEnd(_Event, frozen=True, tag="text_end"):
+    index: int
+
+
+class ThinkingStart(_Event, frozen=True, tag="thinking_start"):
+    """A reasoning block starts; redacted blocks carry their opaque ``data`` here."""
+
+    index: int
+    redacted: bool = False
+    data: str | None = None
+    signature: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class ThinkingDelta(_Event, frozen=True, tag="thinking_delta"):
+    index: int
+    delta: str
+
+
+class ThinkingEnd(_Event, frozen=True, tag="thinking_end"):
+    """A reasoning block ends; ``signature`` (or opaque ``data``) may only arrive now."""
+
+    index: int
+    signature: str | None = None
+    data: str | None = None
+
+
+class ToolCallStart(_Event, frozen=True, tag="tool_call_start"):
+    index: int
+    id: str
+    name: str
+    signature: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class ToolCallDelta(_Event, frozen=True, tag="tool_call_delta"):
+    """A fragment of the call's JSON arguments; fragments are parsed once, at the end."""
+
+    index: int
+    delta: str
+
+
+class ToolCallEnd(_Event, frozen=True, tag="tool_call_end"):
+    """A tool call ends. Providers that receive arguments as an object pass it as ``arguments``."""
+
+    index: int
+    arguments: Any = msgspec.UNSET
+    signature: str | None = None
+
+
+class ExtensionBlock(_Event, frozen=True, tag="extension"):
+    """A whole content block of a kind the library does not model, kept as ``Extension``."""
+
+    index: int
+    type_name: str
+    data: Any = None
+
+
+class Done(_Event, frozen=True, tag="done"):
+    """The answer is complete."""
+
+    stop_reason: StopReason = StopReason.STOP
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost: Cost | None = None
+
+
+class ErrorEvent(_Event, frozen=True, tag="error"):
+    """The call failed. ``kind`` classifies it; ``retry_after`` is the provider's hint (seconds).
+
+    ``stop_reason`` is ``error``, or ``aborted`` when the provider saw its request cancelled.
+    """
+
+    kind: ErrorKind = ErrorKind.OTHER
+    message: str = ""
+    retry_after: float | None = None
+    stop_reason: StopReason = StopReason.ERROR
+    usage: Usage | None = None
+
+
+AssistantMessageEvent: TypeAlias = (
+    StreamStart
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | ExtensionBlock
+    | Done
+    | ErrorEvent
+)
+
+
+class StreamFn(Protocol):
+    """A provider: one model call, streamed.
+
+    Usually an async generator function. The loop always consumes it inside
+    ``contextlib.aclosing``, so a cancelled turn closes the generator (and its HTTP response) at
+    once.
+    """
+
+    def __call__(
+        self, model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]: ...
+
+
+# --------------------------------------------------------------------------- accumulator
+
+_TEXT, _THINKING, _TOOL, _EXT = 0, 1, 2, 3
+_json_decode = msgspec.json.decode
+
+
+class _Slot:
+    __slots__ = ("data", "extra", "kind", "parts")
+
+    def __init__(self, kind: int, extra: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.extra: dict[str, Any] = extra or {}
+        self.data: Any = None
+
+
+class StreamFailure(Exception):
+    """Raised inside the accumulator for a malformed sequence; never escapes ``push``."""
+
+
+class Accumulator:
+    """Folds ``AssistantMessageEvent`` values into one ``AssistantMessage``.
+
+    ``push`` returns ``True`` while the event was part of a well-formed sequence; after a
+    terminal event, or once the sequence is known to be malformed, ``done`` is true and
+    ``finish()`` gives the message. ``finish()`` may be called at any time: a stream that ended
+    early yields an error message saying so.
+    """
+
+    __slots__ = (
+        "_order",
+        "_slots",
+        "cost",
+        "done",
+        "error_kind",
+        "error_message",
+        "model_id",
+        "provider",
+        "retry_after",
+        "stop_reason",
+        "usage",
+    )
+
+    def __init__(self, model: ModelSpec | None = None) -> None:
+        self._slots: dict[int, _Slot] = {}
+        self._order: list[_Slot] = []
+        self.provider = model.provider if model is not None else ""
+        self.model_id = model.model_id if model is not None else ""
+        self.done = False
+        self.stop_reason: StopReason | None = None
+        self.usage = Usage()
+        self.cost: Cost | None = None
+        self.error_message: str | None = None
+        self.error_kind: ErrorKind | None = None
+        self.retry_after: float | None = None
+
+    # ---------------------------------------------------------------- feeding
+
+    def push(self, event: AssistantMessageEvent) -> bool:
+        """Fold one event in. Returns ``False`` if the stream is (now) finished or malformed."""
+        if self.done:
+            self._fail(f"event {type(event).__name__} after the stream had ended")
+            return False
+        try:
+            self._apply(event)
+        except StreamFailure as exc:
+            self._fail(str(exc))
+            return False
+        return not self.done
+
+    def _start(self, index: int, slot: _Slot) -> None:
+        if index in self._slots:
+            raise StreamFailure(f"content block {index} started twice")
+        self._slots[index] = slot
+        self._order.append(slot)
+
+    def _slot(self, index: int, kind: int, what: str) -> _Slot:
+        slot = self._slots.get(index)
+        if slot is None:
+            raise StreamFailure(f"{what} for content block {index}, which was never started")
+        if slot.kind != kind:
+            raise StreamFailure(f"{what} for content block {index} of another kind")
+        return slot
+
+    def _apply(self, event: AssistantMessageEvent) -> None:
+        cls = type(event)
+        # The most frequent events first: this runs once per streamed token.
+        if cls is TextDelta:
+            self._slot(event.index, _TEXT, "text delta").parts.append(event.delta)  # type: ignore[union-attr]
+        elif cls is ToolCallDelta:
+            self._slot(event.index, _TOOL, "tool call delta").parts.append(event.delta)  # type: ignore[union-attr]
+        elif cls is ThinkingDelta:
+            self._slot(event.index, _THINKING, "thinking delta").parts.append(event.delta)  # type: ignore[union-attr]
+        elif cls is TextStart:
+            self._start(event.index, _Slot(_TEXT))  # type: ignore[union-attr]
+        elif cls is TextEnd:
+            self._slot(event.index, _TEXT, "text end")  # type: ignore[union-attr]
+        elif cls is ThinkingStart:
+            assert isinstance(event, ThinkingStart)
+            slot = _Slot(_THINKING, {"signature": event.signature, "meta": event.meta})
+            slot.extra["redacted"] = event.redacted
+            slot.data = event.data
+            self._start(event.index, slot)
+        elif cls is ThinkingEnd:
+            assert isinstance(event, ThinkingEnd)
+            slot = self._slot(event.index, _THINKING, "thinking end")
+            if event.signature is not None:
+                slot.extra["signature"] = event.signature
+            if event.data is not None:
+                slot.data = event.data
+        elif cls is ToolCallStart:
+            assert isinstance(event, ToolCallStart)
+            slot = _Slot(_TOOL, {"id": event.id, "name": event.name, "meta": event.meta})
+            slot.extra["signature"] = event.signature
+            self._start(event.index, slot)
+        elif cls is ToolCallEnd:
+            assert isinstance(event, ToolCallEnd)
+            slot = self._slot(event.index, _TOOL, "tool call end")
+            if event.arguments is not msgspec.UNSET:
+                slot.data = event.arguments
+                slot.extra["has_args"] = True
+            if event.signature is not None:
+                slot.extra["signature"] = event.signature
+        elif cls is ExtensionBlock:
+            assert isinstance(event, ExtensionBlock)
+            slot = _Slot(_EXT, {"type_name": event.type_name})
+            slot.data = event.data
+            self._start(event.index, slot)
+        elif cls is Done:
+            assert isinstance(event, Done)
+            self.done = True
+            self.stop_reason = event.stop_reason
+            self.usage = event.usage
+            self.cost = event.cost
+        elif cls is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            self.done = True
+            self.stop_reason = (
+                StopReason.ABORTED if event.stop_reason is StopReason.ABORTED else StopReason.ERROR
+            )
+            self.error_kind = event.kind
+            self.error_message = event.message or f"model error ({event.kind})"
+            self.retry_after = event.retry_after
+            if event.usage is not None:
+                self.usage = event.usage
+        elif cls is StreamStart:
+            assert isinstance(event, StreamStart)
+            if event.provider:
+                self.provider = event.provider
+            if event.model_id:
+                self.model_id = event.model_id
+        else:
+            raise StreamFailure(f"unknown stream event {event!r}")
+
+    def _fail(self, message: str, kind: ErrorKind = ErrorKind.OTHER) -> None:
+        self.done = True
+        self.stop_reason = StopReason.ERROR
+        self.error_kind = kind
+        self.error_message = f"malformed provider stream: {message}"
+
+    def fail(self, message: str, kind: ErrorKind, retry_after: float | None = None) -> None:
+        """End the stream as failed (a provider that raised, say), keeping what arrived."""
+        self.done = True
+        self.stop_reason = StopReason.ERROR
+        self.error_kind = kind
+        self.error_message = message
+        self.retry_after = retry_after
+
+    def abort(self) -> None:
+        """End the stream as aborted by the caller, keeping what arrived."""
+        if not self.done or self.stop_reason is not StopReason.ERROR:
+            self.done = True
+            self.stop_reason = StopReason.ABORTED
+            self.error_message = None
+            self.error_kind = None
+
+    # ---------------------------------------------------------------- results
+
+    def _blocks(self, *, final: bool) -> tuple[list[ContentBlock], str | None]:
+        blocks: list[ContentBlock] = []
+        problem: str | None = None
+        length = self.stop_reason is StopReason.LENGTH
+        for slot in self._order:
+            kind = slot.kind
+            if kind == _TEXT:
+                blocks.append(Text(text="".join(slot.parts)))
+            elif kind == _THINKING:
+                blocks.append(
+                    Thinking(
+                        thinking="".join(slot.parts),
+                        signature=slot.extra.get("signature"),
+                        redacted=bool(slot.extra.get("redacted")),
+                        data=slot.data,
+                        meta=slot.extra.get("meta"),
+                    )
+                )
+            elif kind == _EXT:
+                blocks.append(Extension(type_name=slot.extra["type_name"], data=slot.data))
+            else:
+                raw = "".join(slot.parts)
+                partial: str | None = None
+                if slot.extra.get("has_args"):
+                    arguments = slot.data
+                elif not final:
+                    arguments, partial = {}, raw
+                elif not raw.strip():
+                    arguments = {}
+                else:
+                    try:
+                        arguments = _json_decode(raw)
+                    except msgspec.DecodeError as exc:
+                        arguments, partial = {}, raw
+                        if not length and problem is None:
+                            problem = (
+                                f"tool call {slot.extra['name']!r} "
+                                f"({slot.extra['id']}) has arguments that are not valid JSON: "
+                                f"{exc}"
+                            )
+                blocks.append(
+                    ToolCall(
+                        id=slot.extra["id"],
+                        name=slot.extra["name"],
+                        arguments=arguments,
+                        partial_json=partial,
+                        signature=slot.extra.get("signature"),
+                        meta=slot.extra.get("meta"),
+                    )
+                )
+        return blocks, problem
+
+    def snapshot(self) -> AssistantMessage:
+        """The message as far as it has streamed (tool arguments not yet parsed)."""
+        blocks, _ = self._blocks(final=False)
+        return AssistantMessage(
+            content=blocks,
+            provider=self.provider,
+            model_id=self.model_id,
+            usage=self.usage,
+            stop_reason=self.stop_reason or StopReason.STOP,
+        )
+
+    def finish(self, pricing_cost: Cost | None = None) -> AssistantMessage:
+        """The final message. An unterminated stream becomes an error (kind ``network``).
+
+        ``pricing_cost`` is used when the provider reported no cost of its own.
+        """
+        if not self.done:
+            self.fail(
+                "malformed provider stream: the stream ended without a terminal event",
+                ErrorKind.NETWORK,
+            )
+        blocks, problem = self._blocks(final=True)
+        if problem is not None and self.stop_reason is not StopReason.ERROR:
+            self._fail(problem)
+        stop_reason = self.stop_reason or StopReason.ERROR
+        if stop_reason is StopReason.ABORTED:
+            # An aborted answer keeps what it said, but never a call it did not finish sending.
+            blocks = [b for b in blocks if type(b) is not ToolCall]
+        cost = self.cost if self.cost is not None else (pricing_cost or Cost())
+        return AssistantMessage(
+            content=blocks,
+            provider=self.provider,
+            model_id=self.model_id,
+            usage=self.usage,
+            cost=cost,
+            stop_reason=stop_reason,
+            error_message=self.error_message,
+            error_kind=self.error_kind,
+        )

@@ -1,0 +1,463 @@
+"""The data model: content blocks, messages, usage and cost, model specification, results.
+
+Everything here is a msgspec Struct. Variants are tagged unions, so any value round-trips
+through ``msgspec.json`` with no custom code; the role of a message lives in its tag, never in a
+field that could contradict it. Structs are frozen and hold no references back to their owners,
+so they are created with ``gc=False``.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Any, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "AgentContext",
+    "AgentMessage",
+    "AgentResult",
+    "AssistantMessage",
+    "ContentBlock",
+    "Cost",
+    "CustomMessage",
+    "ErrorKind",
+    "Extension",
+    "Image",
+    "LlmContext",
+    "LlmMessage",
+    "ModelSpec",
+    "Pricing",
+    "StopReason",
+    "StreamOptions",
+    "Text",
+    "Thinking",
+    "ThinkingBudgets",
+    "ThinkingLevel",
+    "ToolCall",
+    "ToolResultMessage",
+    "ToolSchema",
+    "Usage",
+    "UserMessage",
+    "extract_text",
+    "now_ms",
+]
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, the unit of every ``timestamp`` field."""
+    return time.time_ns() // 1_000_000
+
+
+# --------------------------------------------------------------------------- content blocks
+
+
+class _Block(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True, tag_field="type"
+):
+    pass
+
+
+class Text(_Block, frozen=True, tag="text"):
+    """Plain text."""
+
+    text: str
+
+
+class Thinking(_Block, frozen=True, tag="thinking"):
+    """Reasoning the model showed (or hid) before answering.
+
+    ``signature`` proves the block to the provider that made it; ``redacted`` blocks carry only
+    opaque ``data`` (redacted thinking, encrypted reasoning) that must be replayed verbatim.
+    ``meta`` keeps provider-specific replay details (item ids and the like).
+    """
+
+    thinking: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    data: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class ToolCall(_Block, frozen=True, tag="tool_call"):
+    """A request from the model to run a tool.
+
+    ``arguments`` is the parsed JSON the model sent (normally an object). ``partial_json`` is set
+    only on a call the model never finished (output cut off by the token limit).
+    """
+
+    id: str
+    name: str
+    arguments: Any = msgspec.field(default_factory=dict)
+    partial_json: str | None = None
+    signature: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class Image(_Block, frozen=True, tag="image"):
+    """An image, inline as base64 ``data`` or by ``url``."""
+
+    media_type: str = "image/png"
+    data: str | None = None
+    url: str | None = None
+
+
+class Extension(_Block, frozen=True, tag="extension"):
+    """A block of a kind this library does not model (server tools, citations, ...), kept as is."""
+
+    type_name: str
+    data: Any = None
+
+
+ContentBlock: TypeAlias = Text | Thinking | ToolCall | Image | Extension
+
+
+def extract_text(blocks: list[ContentBlock] | tuple[ContentBlock, ...]) -> str:
+    """Concatenate the text of every ``Text`` block, ignoring the other kinds."""
+    return "".join([b.text for b in blocks if type(b) is Text])
+
+
+# --------------------------------------------------------------------------- enums
+
+
+class StopReason(enum.StrEnum):
+    """Why the model stopped producing output."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_USE = "tool_use"
+    ABORTED = "aborted"
+    ERROR = "error"
+
+
+class ErrorKind(enum.StrEnum):
+    """A model failure, classified so the loop can retry or recover without parsing text."""
+
+    THROTTLED = "throttled"
+    CONTEXT_OVERFLOW = "context_overflow"
+    AUTH = "auth"
+    NETWORK = "network"
+    CONTENT_FILTERED = "content_filtered"
+    OTHER = "other"
+
+
+class ThinkingLevel(enum.StrEnum):
+    """How much reasoning to ask of the model."""
+
+    OFF = "off"
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    EXTRA_HIGH = "extra_high"
+
+
+# --------------------------------------------------------------------------- usage and cost
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    if not b:
+        return dict(a)
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Token counts. Adds with ``+`` (and ``+=``), ``extra`` key by key."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+    extra: dict[str, int] = msgspec.field(default_factory=dict)
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            total=self.total + other.total,
+            extra=_merge(self.extra, other.extra),
+        )
+
+    def merge(self, other: Usage) -> Usage:
+        """The same as ``self + other``."""
+        return self + other
+
+    @property
+    def is_empty(self) -> bool:
+        return self == _EMPTY_USAGE
+
+
+_EMPTY_USAGE = Usage()
+
+
+class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Money spent, per category and in total. Adds like ``Usage``."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+    extra: dict[str, float] = msgspec.field(default_factory=dict)
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            total=self.total + other.total,
+            extra=_merge(self.extra, other.extra),
+        )
+
+
+class Pricing(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Prices in currency units per million tokens, used to price usage a provider reports."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    def cost(self, usage: Usage) -> Cost:
+        """The cost of ``usage`` at these prices."""
+        m = 1_000_000.0
+        i = usage.input * self.input / m
+        o = usage.output * self.output / m
+        cr = usage.cache_read * self.cache_read / m
+        cw = usage.cache_write * self.cache_write / m
+        return Cost(input=i, output=o, cache_read=cr, cache_write=cw, total=i + o + cr + cw)
+
+
+# --------------------------------------------------------------------------- model
+
+
+class ThinkingBudgets(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Per-level token budgets for providers that take reasoning budgets in tokens."""
+
+    budgets: dict[ThinkingLevel, int] = msgspec.field(default_factory=dict)
+
+    def get(self, level: ThinkingLevel) -> int | None:
+        """The budget for ``level``, or ``None`` when none is set."""
+        return self.budgets.get(level)
+
+
+class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Which model to call. Only ``provider`` and ``model_id`` are required.
+
+    ``context_window`` and ``pricing`` are optional facts about the model; with ``pricing`` the
+    loop prices usage when a provider reports no cost.
+    """
+
+    provider: str
+    model_id: str
+    thinking_level: ThinkingLevel = ThinkingLevel.OFF
+    thinking_budgets: ThinkingBudgets | None = None
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    pricing: Pricing | None = None
+
+
+class StreamOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Per-call options passed through to the provider.
+
+    ``api_key`` is filled in by the loop from ``get_api_key`` before each call; it is never shown
+    by ``repr`` and never travels in an event.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    session_id: str | None = None
+    transport: str = "sse"
+    api_key: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        key = None if self.api_key is None else "***"
+        return (
+            f"StreamOptions(temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
+            f"session_id={self.session_id!r}, transport={self.transport!r}, api_key={key!r}, "
+            f"extra={self.extra!r})"
+        )
+
+    __str__ = __repr__
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class _Message(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True, tag_field="role"
+):
+    pass
+
+
+class UserMessage(_Message, frozen=True, tag="user"):
+    """A message from the user: text and images."""
+
+    content: list[ContentBlock]
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @classmethod
+    def text(cls, text: str, *, images: list[Image] | None = None) -> UserMessage:
+        """A user message holding ``text`` followed by any ``images``."""
+        content: list[ContentBlock] = [Text(text=text)]
+        if images:
+            content.extend(images)
+        return cls(content=content)
+
+
+class AssistantMessage(_Message, frozen=True, tag="assistant"):
+    """A finished answer from the model."""
+
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    provider: str = ""
+    model_id: str = ""
+    usage: Usage = _EMPTY_USAGE
+    cost: Cost = msgspec.field(default_factory=Cost)
+    stop_reason: StopReason = StopReason.STOP
+    error_message: str | None = None
+    error_kind: ErrorKind | None = None
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls in this message, in order."""
+        return [b for b in self.content if type(b) is ToolCall]
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks, concatenated."""
+        return extract_text(self.content)
+
+
+class ToolResultMessage(_Message, frozen=True, tag="tool_result"):
+    """The result of one tool call, sent back to the model.
+
+    ``details`` is for logs and displays only; providers never send it to the model.
+    """
+
+    tool_call_id: str
+    content: list[ContentBlock]
+    tool_name: str = ""
+    is_error: bool = False
+    details: Any = None
+    timestamp: int = msgspec.field(default_factory=now_ms)
+
+    @property
+    def text(self) -> str:
+        return extract_text(self.content)
+
+
+LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class CustomMessage(_Message, frozen=True, tag=True):
+    """Base class for application messages the model does not see directly.
+
+    Subclass it (``class Note(CustomMessage, tag="note"): text: str``); subclasses register
+    themselves so they round-trip through JSON by their tag (see ``agentloop.decode``).
+    ``convert_to_llm`` decides whether and how the model sees one; by default it does not.
+    """
+
+    @staticmethod
+    def registered() -> dict[str, type[CustomMessage]]:
+        """Every subclass defined so far, by tag."""
+        out: dict[str, type[CustomMessage]] = {}
+        stack: list[type[CustomMessage]] = list(CustomMessage.__subclasses__())
+        while stack:
+            cls = stack.pop()
+            stack.extend(cls.__subclasses__())
+            tag = cls.__struct_config__.tag
+            if tag in {"user", "assistant", "tool_result"}:
+                raise TypeError(f"custom message tag {tag!r} clashes with an LLM message role")
+            out[str(tag)] = cls
+        return out
+
+
+AgentMessage: TypeAlias = LlmMessage | CustomMessage
+
+
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a provider is told about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class LlmContext(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a provider receives for one call: the system prompt, LLM messages and tool schemas.
+
+    The message list is valid for the duration of the call; a provider that keeps it longer must
+    copy it.
+    """
+
+    system_prompt: str = ""
+    messages: list[LlmMessage] = msgspec.field(default_factory=list)
+    tools: list[ToolSchema] = msgspec.field(default_factory=list)
+
+
+class AgentContext(msgspec.Struct, kw_only=True):
+    """The input of a loop run: system prompt, history and tools (``AgentTool`` objects)."""
+
+    system_prompt: str = ""
+    messages: list[AgentMessage] = msgspec.field(default_factory=list)
+    tools: list[Any] = msgspec.field(default_factory=list)
+
+
+class AgentResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a finished run produced.
+
+    ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
+    cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
+    ``error`` and ``error_kind`` are set when the run ended in a model error, ``stopped_by``
+    when a policy ended it.
+    """
+
+    messages: list[AgentMessage]
+    stop_reason: StopReason
+    usage: Usage = _EMPTY_USAGE
+    cost: Cost = msgspec.field(default_factory=Cost)
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    stopped_by: str | None = None
+
+    @property
+    def final_message(self) -> AssistantMessage | None:
+        """The last assistant message of the run, if any."""
+        for message in reversed(self.messages):
+            if type(message) is AssistantMessage:
+                return message
+        return None
+
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message ("" when there is none)."""
+        final = self.final_message
+        return "" if final is None else final.text
+
+    def raise_for_error(self) -> None:
+        """Raise the typed ``AgentError`` for a run that ended in error or abort.
+
+        Raises:
+            ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, Aborted: as the
+                run's ending says.
+        """
+        from ._errors import Aborted, error_for_kind
+
+        if self.stop_reason is StopReason.ABORTED:
+            raise Aborted("the run was aborted")
+        if self.stop_reason is StopReason.ERROR:
+            raise error_for_kind(self.error_kind or ErrorKind.OTHER, self.error or "model error")

@@ -1,0 +1,1 @@
+"""Ready-made policies for agentloop's four policy slots and approval hook."""

@@ -1,0 +1,1 @@
+"""Provider adapters for agentloop: raw HTTP streaming to model APIs (httpx, no vendor SDKs)."""
