@@ -1,0 +1,137 @@
+"""The event channel between a running loop and the consumer of its event stream.
+
+A zero-buffer anyio memory stream costs a task switch per event, which caps a token stream far
+below what a model produces. This channel lets the producer append events synchronously and
+wakes the consumer once per batch: the consumer drains everything buffered without switching,
+and only then waits. Backpressure stays: when ``capacity`` events are waiting, the loop awaits
+``wait_writable()`` at its next checkpoint until the consumer has drained them.
+
+Progress updates from tools never block a tool: once the buffer is full, a newer update for the
+same call replaces the one still waiting (updates coalesce).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._events import ToolExecutionUpdate
+
+if TYPE_CHECKING:
+    from ._events import AgentEvent
+
+__all__ = ["EventChannel"]
+
+
+class _Coalesced:
+    __slots__ = ("event",)
+
+    def __init__(self, event: ToolExecutionUpdate) -> None:
+        self.event = event
+
+
+class EventChannel:
+    """A bounded, batching single-producer single-consumer event queue."""
+
+    __slots__ = (
+        "_buffer",
+        "_capacity",
+        "_readable",
+        "_receiver_closed",
+        "_sender_closed",
+        "_updates",
+        "_writable",
+    )
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._buffer: deque[Any] = deque()
+        self._capacity = capacity
+        self._readable: anyio.Event | None = None
+        self._writable: anyio.Event | None = None
+        self._updates: dict[str, _Coalesced] = {}
+        self._sender_closed = False
+        self._receiver_closed = False
+
+    # ---------------------------------------------------------------- producer side
+
+    def send(self, event: AgentEvent) -> None:
+        """Append ``event`` (never blocks). Events sent after the receiver closed are dropped."""
+        if self._receiver_closed:
+            return
+        buffer = self._buffer
+        if type(event) is ToolExecutionUpdate and (self._updates or len(buffer) >= self._capacity):
+            waiting = self._updates.get(event.call_id)
+            if waiting is not None:
+                waiting.event = event  # still unread: the newer update replaces it
+                return
+            if len(buffer) >= self._capacity:
+                box = _Coalesced(event)
+                self._updates[event.call_id] = box
+                buffer.append(box)
+            else:
+                buffer.append(event)
+        else:
+            buffer.append(event)
+        readable = self._readable
+        if readable is not None:
+            self._readable = None
+            readable.set()
+
+    @property
+    def full(self) -> bool:
+        """Whether the producer should wait before sending more."""
+        return len(self._buffer) >= self._capacity and not self._receiver_closed
+
+    async def wait_writable(self) -> None:
+        """Wait until the consumer has drained the buffer (or gone away)."""
+        while self.full:
+            writable = self._writable
+            if writable is None:
+                writable = self._writable = anyio.Event()
+            await writable.wait()
+
+    def close_sender(self) -> None:
+        """No more events will come; the consumer's iteration ends once the buffer is empty."""
+        self._sender_closed = True
+        readable = self._readable
+        if readable is not None:
+            self._readable = None
+            readable.set()
+
+    # ---------------------------------------------------------------- consumer side
+
+    def close_receiver(self) -> None:
+        """The consumer is gone: drop what is buffered and never block the producer again."""
+        self._receiver_closed = True
+        self._buffer.clear()
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        writable = self._writable
+        if writable is not None:
+            self._writable = None
+            writable.set()
+
+    async def receive(self) -> AgentEvent:
+        """The next event.
+
+        Raises:
+            anyio.EndOfStream: the producer closed and everything was received.
+        """
+        buffer = self._buffer
+        while not buffer:
+            if self._sender_closed:
+                raise anyio.EndOfStream
+            self._wake_writer()
+            readable = self._readable
+            if readable is None:
+                readable = self._readable = anyio.Event()
+            await readable.wait()
+        item = buffer.popleft()
+        if type(item) is _Coalesced:
+            del self._updates[item.event.call_id]
+            return item.event
+        event: AgentEvent = item
+        return event

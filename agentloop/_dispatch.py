@@ -1,0 +1,379 @@
+"""Running one batch of tool calls.
+
+The order for every batch: pre-dispatch policies over the whole batch (a rewrite goes through
+them again; a ``Stop`` ends the turn with error results for every unresolved call) → approval
+(an ``ApprovedWith`` rewrite goes through the policies again) → argument validation →
+``execute``. Calls run in groups (all at once by default), each group an anyio task group and
+each call a child task inside its own cancel scope, so one call can be cancelled without
+touching the others. After each call completes, steering is polled; steering messages cancel
+the calls still running and the ones not yet started.
+
+Every call of the batch ends with exactly one result, committed in call order, and emits
+exactly one ``ToolExecutionStart``/``ToolExecutionEnd`` pair, whatever happens.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+
+from ._events import AgentToolResult, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from ._policy import (
+    ApprovedWith,
+    DispatchContext,
+    Rejected,
+    Rewrite,
+    Skip,
+    Stop,
+)
+from ._tools import ToolArgumentError, validator_for
+from ._types import AgentMessage, Text, ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._loop import _Run
+    from ._tools import AgentTool
+
+__all__ = ["STEERING_CANCELLED", "Batch"]
+
+log = logging.getLogger("agentloop")
+
+STEERING_CANCELLED = "tool call cancelled: user requested steering interrupt"
+ABORTED = "tool call aborted: the run was cancelled"
+_MAX_REWRITES = 8
+
+
+class _Slot:
+    """One call of the batch and what became of it."""
+
+    __slots__ = ("arguments", "call", "ended", "result", "scope", "started", "tool")
+
+    def __init__(self, call: ToolCall, tool: AgentTool | None) -> None:
+        self.call = call
+        self.tool = tool
+        self.arguments: Any = call.arguments
+        self.result: AgentToolResult | None = None
+        self.scope: anyio.CancelScope | None = None
+        self.started = False
+        self.ended = False
+
+
+class Batch:
+    """The tool calls of one assistant message, from policies to committed results."""
+
+    def __init__(self, run: _Run, calls: Sequence[ToolCall]) -> None:
+        self.run = run
+        self.slots = [_Slot(call, run.tools.get(call.name)) for call in calls]
+        self.steering: list[AgentMessage] | None = None
+        self.interrupted = False
+        self.stopped: str | None = None
+
+    # ---------------------------------------------------------------- events
+
+    def _start(self, slot: _Slot) -> None:
+        if not slot.started:
+            slot.started = True
+            call = slot.call
+            self.run.emit(
+                ToolExecutionStart(call_id=call.id, name=call.name, arguments=slot.arguments)
+            )
+
+    def _end(self, slot: _Slot, result: AgentToolResult) -> None:
+        """Record ``result`` for ``slot`` and emit its start (if not yet) and end."""
+        if slot.ended:
+            return
+        slot.result = result
+        self._start(slot)
+        slot.ended = True
+        call = slot.call
+        self.run.emit(
+            ToolExecutionEnd(
+                call_id=call.id, name=call.name, result=result, is_error=result.is_error
+            )
+        )
+
+    def resolve_unfinished(self, message: str) -> None:
+        """Give every call without a result an error result (abort, stop, failure)."""
+        for slot in self.slots:
+            if not slot.ended:
+                self._end(slot, slot.result or AgentToolResult.error(message))
+
+    def results(self) -> list[ToolResultMessage]:
+        """One result message per call, in call order."""
+        out: list[ToolResultMessage] = []
+        for slot in self.slots:
+            result = slot.result or AgentToolResult.error(ABORTED)
+            out.append(
+                ToolResultMessage(
+                    tool_call_id=slot.call.id,
+                    tool_name=slot.call.name,
+                    content=list(result.content) or [Text(text="")],
+                    is_error=result.is_error,
+                    details=result.details,
+                )
+            )
+        return out
+
+    # ---------------------------------------------------------------- preparation
+
+    def _check(self, slot: _Slot) -> bool:
+        """Run the pre-dispatch policies on one call; ``False`` if it was resolved."""
+        run = self.run
+        policies = run.config.pre_dispatch_policies
+        if not policies:
+            return True
+        batch = [s.call for s in self.slots]
+        for _ in range(_MAX_REWRITES):
+            call = slot.call
+            if slot.arguments is not call.arguments:
+                call = ToolCall(id=call.id, name=call.name, arguments=slot.arguments)
+            ctx = DispatchContext(
+                call=call,
+                tool=slot.tool,
+                batch=batch,
+                turn=run.turn,
+                messages=run.view,
+                model=run.config.model,
+            )
+            rewritten = False
+            for policy in policies:
+                verdict = run.evaluate(policy, ctx, None)
+                if verdict is None:
+                    continue
+                kind = type(verdict)
+                if kind is Skip:
+                    assert isinstance(verdict, Skip)
+                    self._end(slot, AgentToolResult.error(f"tool call skipped: {verdict.reason}"))
+                    return False
+                if kind is Stop:
+                    assert isinstance(verdict, Stop)
+                    self.stopped = f"{run.policy_name(policy)}: {verdict.reason}"
+                    return False
+                if kind is Rewrite:
+                    assert isinstance(verdict, Rewrite)
+                    slot.arguments = verdict.arguments
+                    rewritten = True
+                    break
+            if not rewritten:
+                return True
+        self._end(slot, AgentToolResult.error("tool call skipped: pre-dispatch rewrite loop"))
+        return False
+
+    async def _approve(self, slot: _Slot) -> bool:
+        """Ask for approval; ``False`` if the call was rejected (or resolved by a re-check)."""
+        approval = self.run.config.approval
+        if approval is None:
+            return True
+        call = slot.call
+        if slot.arguments is not call.arguments:
+            call = ToolCall(id=call.id, name=call.name, arguments=slot.arguments)
+        try:
+            decision = await approval(call, slot.tool)
+        except Exception as exc:
+            log.exception("approval callback raised for tool call %s", call.id)
+            decision = Rejected(reason=f"approval failed: {type(exc).__name__}: {exc}")
+        if type(decision) is Rejected:
+            assert isinstance(decision, Rejected)
+            self._end(slot, AgentToolResult.error(f"tool call rejected: {decision.reason}"))
+            return False
+        if type(decision) is ApprovedWith:
+            assert isinstance(decision, ApprovedWith)
+            slot.arguments = decision.arguments
+            return self._check(slot)
+        return True
+
+    def _validate(self, slot: _Slot) -> bool:
+        tool = slot.tool
+        assert tool is not None
+        arguments = slot.arguments
+        if not isinstance(arguments, dict):
+            self._end(
+                slot,
+                AgentToolResult.error(
+                    f"invalid arguments for tool {tool.name!r}: arguments must be a JSON "
+                    f"object, not {type(arguments).__name__}"
+                ),
+            )
+            return False
+        validate = self.run.validators.get(tool.name)
+        if validate is None:
+            validate = getattr(tool, "validate_arguments", None) or validator_for(tool.parameters)
+            self.run.validators[tool.name] = validate
+        try:
+            slot.arguments = validate(arguments)
+        except ToolArgumentError as exc:
+            self._end(
+                slot, AgentToolResult.error(f"invalid arguments for tool {tool.name!r}: {exc}")
+            )
+            return False
+        except Exception as exc:
+            self._end(
+                slot,
+                AgentToolResult.error(
+                    f"invalid arguments for tool {tool.name!r}: {type(exc).__name__}: {exc}"
+                ),
+            )
+            return False
+        return True
+
+    async def prepare(self, incomplete: set[str]) -> list[_Slot]:
+        """Resolve what can be resolved before execution; returns the calls to execute."""
+        run = self.run
+        for slot in self.slots:
+            if slot.call.id in incomplete:
+                self._end(
+                    slot,
+                    AgentToolResult.error(
+                        f"tool call {slot.call.name!r} was cut off by the output token limit "
+                        "before its arguments were complete; it was not run"
+                    ),
+                )
+            elif slot.tool is None:
+                names = ", ".join(sorted(run.tools)) or "none"
+                self._end(
+                    slot,
+                    AgentToolResult.error(
+                        f"unknown tool {slot.call.name!r}; available tools: {names}"
+                    ),
+                )
+        # Pass one: the policies see the whole batch before anything is approved.
+        for slot in self.slots:
+            if not slot.ended and not self._check(slot):
+                if self.stopped is not None:
+                    self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
+                    return []
+        # Pass two: approval, then validation.
+        ready: list[_Slot] = []
+        for slot in self.slots:
+            if slot.ended:
+                continue
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            if not await self._approve(slot):
+                if self.stopped is not None:
+                    self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
+                    return []
+                continue
+            if self._validate(slot):
+                ready.append(slot)
+        return ready
+
+    # ---------------------------------------------------------------- execution
+
+    async def execute(self, ready: list[_Slot]) -> None:
+        """Run the prepared calls in the configured groups."""
+        if not ready:
+            return
+        strategy = self.run.config.tool_execution
+        if strategy == "concurrent":
+            groups: Sequence[Sequence[_Slot]] = [ready]
+        elif strategy == "sequential":
+            groups = [[slot] for slot in ready]
+        else:
+            groups = self._partition(ready, strategy)
+        limit = self.run.config.max_concurrent_tools
+        limiter = anyio.CapacityLimiter(limit) if limit else None
+        for group in groups:
+            if self.interrupted:
+                break
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            async with anyio.create_task_group() as tg:
+                for slot in group:
+                    slot.scope = anyio.CancelScope()
+                    tg.start_soon(self._run_call, slot, limiter)
+        if self.interrupted:
+            self.resolve_unfinished(STEERING_CANCELLED)
+
+    def _partition(self, ready: list[_Slot], partition: Any) -> list[list[_Slot]]:
+        calls = [s.call for s in ready]
+        try:
+            groups = [[ready[i] for i in group] for group in partition(calls)]
+        except Exception:
+            log.exception("tool execution partition failed; running the batch sequentially")
+            return [[slot] for slot in ready]
+        seen = [id(s) for g in groups for s in g]
+        if sorted(seen) != sorted(id(s) for s in ready):
+            log.error(
+                "tool execution partition does not cover each call once; running sequentially"
+            )
+            return [[slot] for slot in ready]
+        return groups
+
+    async def _run_call(self, slot: _Slot, limiter: anyio.CapacityLimiter | None) -> None:
+        scope = slot.scope
+        assert scope is not None
+        with scope:
+            if limiter is not None:
+                async with limiter:
+                    await self._execute(slot)
+            else:
+                await self._execute(slot)
+        if not slot.ended:
+            if slot.result is None or scope.cancel_called:
+                # Cancelled by steering before it finished (or before it started).
+                self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
+            else:
+                self._end(slot, slot.result)
+        await self._poll_steering()
+
+    async def _execute(self, slot: _Slot) -> None:
+        tool = slot.tool
+        assert tool is not None
+        run = self.run
+        call = slot.call
+        self._start(slot)
+        emit = run.emit
+        call_id, name = call.id, call.name
+
+        def on_update(update: AgentToolResult | str) -> None:
+            if isinstance(update, str):
+                update = AgentToolResult.text(update)
+            emit(ToolExecutionUpdate(call_id=call_id, name=name, update=update))
+
+        timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
+        try:
+            if timeout is None:
+                result = await tool.execute(call_id, slot.arguments, on_update)
+            else:
+                with anyio.move_on_after(timeout) as deadline:
+                    result = await tool.execute(call_id, slot.arguments, on_update)
+                if deadline.cancelled_caught:
+                    slot.result = AgentToolResult.error(
+                        f"tool call timed out after {timeout:g} seconds"
+                    )
+                    return
+        except Exception as exc:
+            log.debug("tool %s raised", name, exc_info=True)
+            slot.result = AgentToolResult.error(
+                f"tool {name!r} failed: {type(exc).__name__}: {exc}"
+            )
+            return
+        if not isinstance(result, AgentToolResult):
+            slot.result = AgentToolResult.error(
+                f"tool {name!r} returned {type(result).__name__}, not AgentToolResult"
+            )
+            return
+        slot.result = result
+
+    async def _poll_steering(self) -> None:
+        poll = self.run.config.get_steering_messages
+        if poll is None:
+            return
+        if self.interrupted:
+            return
+        messages = list(await poll())
+        if not messages:
+            return
+        if self.steering is None:
+            self.steering = messages
+        else:
+            self.steering.extend(messages)
+        remaining = [s for s in self.slots if not s.ended]
+        if remaining:
+            self.interrupted = True
+            for slot in remaining:
+                if slot.scope is not None:
+                    slot.scope.cancel()

@@ -1,0 +1,234 @@
+"""The loop's entry points: ``agent_loop``, ``agent_loop_continue`` and ``run_loop``.
+
+``agent_loop`` is an async context manager (a class, not a generator: nothing here yields
+from inside a task group or cancel scope) that runs the loop in a task group it owns and hands
+the events to the ``async for`` in its body through an ``EventChannel``. Leaving the block early
+cancels the run. ``run_loop`` awaits the loop directly and calls an optional callback per
+event, with no channel at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._channel import EventChannel
+from ._errors import InvalidContinue, NoMessages
+from ._loop import _Run
+from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage
+
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Self
+
+    from anyio.abc import TaskGroup
+
+    from ._config import AgentLoopConfig
+    from ._events import AgentEvent
+
+__all__ = ["EventStream", "agent_loop", "agent_loop_continue", "run_loop", "safe_callback"]
+
+log = logging.getLogger("agentloop")
+
+EventCallback = Callable[["AgentEvent"], object]
+
+
+def safe_callback(callback: EventCallback | None) -> Callable[[AgentEvent], None]:
+    """Wrap ``callback`` so that one that raises is reported once and then dropped."""
+    if callback is None:
+        return _ignore
+    active: list[EventCallback] = [callback]
+
+    def emit(event: AgentEvent) -> None:
+        if active:
+            try:
+                active[0](event)
+            except Exception:
+                log.exception("event callback %r raised; it is removed", active[0])
+                active.clear()
+
+    return emit
+
+
+def _ignore(event: AgentEvent) -> None:
+    return None
+
+
+def check_continue(context: AgentContext) -> None:
+    """Raise if there is nothing the loop could continue from.
+
+    Raises:
+        NoMessages: the history is empty.
+        InvalidContinue: the last message is the assistant's.
+    """
+    if not context.messages:
+        raise NoMessages("cannot continue: the history is empty")
+    if isinstance(context.messages[-1], AssistantMessage):
+        raise InvalidContinue("cannot continue: the last message is the assistant's")
+
+
+def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The single real exception of an internal task group, unwrapped."""
+    cancelled = anyio.get_cancelled_exc_class()
+    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+    if len(errors) == 1:
+        error = errors[0]
+        return _collapse(error) if isinstance(error, BaseExceptionGroup) else error
+    return group
+
+
+class EventStream:
+    """The events of one run: ``async with`` it, then ``async for`` over it.
+
+    After the iteration ended, ``result`` holds the run's ``AgentResult``.
+    """
+
+    def __init__(
+        self,
+        prompts: Sequence[AgentMessage],
+        context: AgentContext,
+        config: AgentLoopConfig,
+        *,
+        on_event: Callable[[AgentEvent], None] | None = None,
+        cancel_scope: anyio.CancelScope | None = None,
+        capacity: int = 256,
+    ) -> None:
+        self._channel = EventChannel(capacity)
+        channel_send = self._channel.send
+        if on_event is None:
+            emit: Callable[[AgentEvent], None] = channel_send
+        else:
+            before = on_event
+
+            def emit(event: AgentEvent) -> None:
+                before(event)
+                channel_send(event)
+
+        self._prompts = prompts
+        self._run = _Run(
+            context,
+            config,
+            emit,
+            cancel_scope=cancel_scope,
+            backpressure=self._backpressure,
+        )
+        self._tg: TaskGroup | None = None
+        self._result: AgentResult | None = None
+
+    async def _backpressure(self) -> None:
+        if self._channel.full:
+            await self._channel.wait_writable()
+
+    @property
+    def result(self) -> AgentResult:
+        """The run's result.
+
+        Raises:
+            RuntimeError: the run has not finished.
+        """
+        if self._result is None:
+            raise RuntimeError("the run has not finished")
+        return self._result
+
+    @property
+    def run(self) -> _Run:
+        return self._run
+
+    async def _main(self) -> None:
+        try:
+            self._result = await self._run.run(self._prompts)
+        finally:
+            self._channel.close_sender()
+
+    async def __aenter__(self) -> Self:
+        if self._tg is not None:
+            raise RuntimeError("an EventStream can be entered only once")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        tg.start_soon(self._main)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg = self._tg
+        assert tg is not None
+        self._channel.close_receiver()
+        tg.cancel_scope.cancel()
+        try:
+            return await tg.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            raise _collapse(group) from None
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        try:
+            return await self._channel.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+def agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    cancel_scope: anyio.CancelScope | None = None,
+) -> EventStream:
+    """Run the loop with new ``prompts``; use as ``async with agent_loop(...) as events``.
+
+    ``context`` is not modified. Cancelling ``cancel_scope`` aborts the run (it ends with stop
+    reason ``aborted`` and its closing events); leaving the ``async with`` block early cancels
+    it too.
+    """
+    return EventStream(prompts, context, config, cancel_scope=cancel_scope)
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    cancel_scope: anyio.CancelScope | None = None,
+) -> EventStream:
+    """Run the loop from ``context`` as it is (after a tool result or a queued message).
+
+    Raises:
+        NoMessages: the history is empty.
+        InvalidContinue: the last message is the assistant's.
+    """
+    check_continue(context)
+    return EventStream((), context, config, cancel_scope=cancel_scope)
+
+
+async def run_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    on_event: EventCallback | None = None,
+    cancel_scope: anyio.CancelScope | None = None,
+    continue_: bool = False,
+) -> AgentResult:
+    """Run the loop to the end and return its result; ``on_event`` sees every event.
+
+    ``on_event`` is called synchronously, before the loop proceeds; one that raises is logged
+    and removed, and the run goes on. Cancelling ``cancel_scope`` aborts the run and returns
+    its result (stop reason ``aborted``); cancelling the caller emits the closing events and
+    then propagates the cancellation.
+
+    Raises:
+        NoMessages, InvalidContinue: with ``continue_=True``, as ``agent_loop_continue``.
+    """
+    if continue_:
+        check_continue(context)
+    run = _Run(context, config, safe_callback(on_event), cancel_scope=cancel_scope)
+    return await run.run(prompts)

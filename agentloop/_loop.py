@@ -1,0 +1,365 @@
+"""One loop run: the outer follow-up loop around the inner turn loop.
+
+``_Run`` holds the state of a single invocation; ``_turn.py`` runs a turn and
+``_dispatch.py`` a tool batch. The public entry points live in ``_entry.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._config import AgentLoopConfig, TransformContext, default_convert_to_llm
+from ._events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnEndReason
+from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
+from ._types import (
+    AgentContext,
+    AgentMessage,
+    AgentResult,
+    AssistantMessage,
+    Cost,
+    CustomMessage,
+    ErrorKind,
+    LlmMessage,
+    StopReason,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    ToolSchema,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from ._dispatch import Batch
+    from ._events import AgentEvent
+    from ._stream import Accumulator
+    from ._tools import AgentTool
+
+__all__ = ["Emit", "_Run"]
+
+log = logging.getLogger("agentloop")
+
+Emit = Callable[["AgentEvent"], None]
+
+
+class _Run:
+    """The state of one loop invocation. Not reusable."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        emit: Emit,
+        *,
+        cancel_scope: anyio.CancelScope | None = None,
+        backpressure: Callable[[], Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.emit = emit
+        self.backpressure = backpressure
+        self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
+        self.system_prompt = context.system_prompt
+        tools: Sequence[AgentTool] = config.tools or context.tools
+        self.tools: dict[str, AgentTool] = {t.name: t for t in tools}
+        self.tool_schemas = [
+            ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
+            for t in tools
+        ]
+        self.validators: dict[str, Callable[[Any], Any]] = {}
+        self.messages: list[AgentMessage] = []
+        self.view = MessagesView(self.messages)
+        self.new_messages: list[AgentMessage] = []
+        self.llm_messages: list[LlmMessage] = []
+        self.open_calls: dict[str, ToolCall] = {}
+        self.orphan_results = 0
+        self.pending: list[AgentMessage] = []
+        self.overflow_signal = False
+        self.turn = 0
+        self.usage = Usage()
+        self.cost = Cost()
+        self.stop_reason = StopReason.STOP
+        self.error: str | None = None
+        self.error_kind: ErrorKind | None = None
+        self.stopped_by: str | None = None
+        self.ended = False
+        # Per-turn state, read by ``close_turn`` when a turn ends abnormally.
+        self.in_turn = False
+        self.acc: Accumulator | None = None
+        self.turn_message: AssistantMessage | None = None
+        self.batch: Batch | None = None
+        self.finished: AgentResult | None = None
+        for message in context.messages:
+            self._append(message, new=False)
+
+    # ---------------------------------------------------------------- committing
+
+    def _append(self, message: AgentMessage, *, new: bool = True) -> None:
+        self.messages.append(message)
+        if new:
+            self.new_messages.append(message)
+        cls = type(message)
+        convert = self.config.convert_to_llm
+        if convert is default_convert_to_llm:
+            llm: LlmMessage | None = None if isinstance(message, CustomMessage) else message
+        else:
+            llm = convert(message)
+        if llm is not None:
+            self.llm_messages.append(llm)
+        if cls is AssistantMessage:
+            assert isinstance(message, AssistantMessage)
+            for block in message.content:
+                if type(block) is ToolCall:
+                    self.open_calls[block.id] = block
+            if new:
+                self.usage = self.usage + message.usage
+                self.cost = self.cost + message.cost
+        elif cls is ToolResultMessage:
+            assert isinstance(message, ToolResultMessage)
+            if self.open_calls.pop(message.tool_call_id, None) is None:
+                self.orphan_results += 1
+
+    def commit(self, message: AgentMessage) -> None:
+        """Add a complete message to the context, with its start/end events."""
+        self.emit(MessageStart(message=message))
+        self._append(message)
+        self.emit(MessageEnd(message=message))
+
+    def commit_streamed(self, message: AssistantMessage) -> None:
+        """Commit the assistant's answer (its ``MessageStart`` was emitted when it began)."""
+        self._append(message)
+        self.emit(MessageEnd(message=message))
+
+    # ---------------------------------------------------------------- policies
+
+    @staticmethod
+    def policy_name(policy: object) -> str:
+        name = getattr(policy, "name", None)
+        return name if isinstance(name, str) and name else type(policy).__name__
+
+    def evaluate(self, policy: Any, ctx: Any, default: Any) -> Any:
+        """Run one policy; a policy that raises is logged and counts as ``default``."""
+        try:
+            return policy.evaluate(ctx)
+        except Exception:
+            log.exception("policy %s raised; treated as a pass", self.policy_name(policy))
+            return default
+
+    def policy_context(
+        self,
+        message: AssistantMessage | None = None,
+        tool_results: list[ToolResultMessage] | None = None,
+    ) -> PolicyContext:
+        return PolicyContext(
+            turn=self.turn,
+            messages=self.view,
+            new_messages=len(self.new_messages),
+            usage=self.usage,
+            cost=self.cost,
+            model=self.config.model,
+            message=message,
+            tool_results=tool_results,
+        )
+
+    def run_turn_policies(
+        self, policies: Sequence[Any], ctx: PolicyContext
+    ) -> tuple[str | None, list[AgentMessage]]:
+        """Evaluate turn-level policies: returns (stop reason, messages to inject)."""
+        injected: list[AgentMessage] = []
+        for policy in policies:
+            verdict = self.evaluate(policy, ctx, CONTINUE)
+            kind = type(verdict)
+            if kind is Stop:
+                return f"{self.policy_name(policy)}: {verdict.reason}", injected
+            if kind is Inject:
+                injected.extend(verdict.messages)
+        return None, injected
+
+    # ---------------------------------------------------------------- context for a request
+
+    def transform_context(self, overflow: bool) -> TransformContext:
+        return TransformContext(
+            overflow=overflow, model=self.config.model, turn=self.turn, emit=self.emit
+        )
+
+    def llm_view(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:
+        """The LLM messages of a request, repaired so no tool call goes unanswered."""
+        if messages is None:
+            llm = self.llm_messages
+        else:
+            convert = self.config.convert_to_llm
+            llm = [c for c in map(convert, messages) if c is not None]
+        if self.open_calls or self.orphan_results or messages is not None:
+            llm = _repair(llm)
+        return llm
+
+    # ---------------------------------------------------------------- ending
+
+    def close_turn(self, reason: TurnEndReason, note: str) -> None:
+        """End the current turn abnormally, synchronously: nothing here may await.
+
+        Commits what the turn produced (a partial answer, results for every call), so the
+        history stays well paired, then emits ``TurnEnd``.
+        """
+        if not self.in_turn:
+            return
+        self.in_turn = False
+        message = self.turn_message
+        acc, self.acc = self.acc, None
+        if message is None and acc is not None:
+            if reason is TurnEndReason.ABORTED:
+                acc.abort()
+            else:
+                acc.fail(note, ErrorKind.OTHER)
+            message = acc.finish()
+            self.commit_streamed(message)
+            self.turn_message = message
+        results: list[ToolResultMessage] = []
+        batch, self.batch = self.batch, None
+        if batch is not None:
+            batch.resolve_unfinished(note if reason is not TurnEndReason.ABORTED else _ABORTED)
+            results = batch.results()
+            for result in results:
+                self.commit(result)
+        elif message is not None and message.stop_reason is not StopReason.ABORTED:
+            # The answer was committed but its calls never reached dispatch.
+            for call in message.tool_calls:
+                if call.id in self.open_calls:
+                    result = _error_result(call, note)
+                    results.append(result)
+                    self.commit(result)
+        self.emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=self.turn))
+
+    def result(self) -> AgentResult:
+        if self.finished is None:
+            self.finished = AgentResult(
+                messages=self.new_messages,
+                stop_reason=self.stop_reason,
+                usage=self.usage,
+                cost=self.cost,
+                error=self.error,
+                error_kind=self.error_kind,
+                stopped_by=self.stopped_by,
+            )
+        return self.finished
+
+    # ---------------------------------------------------------------- the run
+
+    async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult:
+        """Run to the end; on cancellation emit the closing events, then re-raise."""
+        from ._turn import run_turn
+
+        self.emit(AgentStart())
+        try:
+            with self.scope:
+                # Prompts are committed by the first turn, like any pending message.
+                self.pending.extend(prompts)
+                await self._outer(run_turn)
+        except anyio.get_cancelled_exc_class():
+            self.close_turn(TurnEndReason.ABORTED, _ABORTED)
+            self.stop_reason = StopReason.ABORTED
+            self.emit(AgentEnd(messages=self.new_messages))
+            raise
+        except Exception as exc:
+            # A hook of the application failed (transformer, converter, key, message source)
+            # or the loop has a bug: end the run as an error, with its events complete.
+            log.exception("agent loop failed")
+            note = f"agent loop failed: {type(exc).__name__}: {exc}"
+            self.close_turn(TurnEndReason.ERROR, note)
+            self.stop_reason = StopReason.ERROR
+            self.error = note
+            self.error_kind = ErrorKind.OTHER
+        if self.scope.cancelled_caught:
+            self.close_turn(TurnEndReason.ABORTED, _ABORTED)
+            self.stop_reason = StopReason.ABORTED
+        self.emit(AgentEnd(messages=self.new_messages))
+        return self.result()
+
+    async def _outer(self, run_turn: Any) -> None:
+        config = self.config
+        while True:
+            await self._inner(run_turn)
+            if self.ended:
+                return
+            if config.get_follow_up_messages is not None:
+                follow = list(await config.get_follow_up_messages())
+                if follow:
+                    self.pending.extend(follow)
+                    continue
+            if config.post_loop_policies:
+                stop, injected = self.run_turn_policies(
+                    config.post_loop_policies, self.policy_context()
+                )
+                if stop is not None:
+                    self.stopped_by = stop
+                    return
+                if injected:
+                    self.pending.extend(injected)
+                    continue
+            return
+
+    async def _inner(self, run_turn: Any) -> None:
+        poll = self.config.get_steering_messages
+        while True:
+            more = await run_turn(self)
+            self.turn += 1
+            if self.ended:
+                return
+            if poll is not None:
+                steering = list(await poll())
+                if steering:
+                    self.pending.extend(steering)
+            if not more and not self.pending:
+                return
+
+
+_ABORTED = "tool call aborted: the run was cancelled"
+
+
+def _error_result(call: ToolCall, text: str) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call.id, tool_name=call.name, content=[Text(text=text)], is_error=True
+    )
+
+
+def _repair(messages: list[LlmMessage]) -> list[LlmMessage]:
+    """Pair every tool call with a result and drop results that answer no call.
+
+    A synthetic error result is placed after the results that follow the call's message, where
+    every provider expects it. Returns ``messages`` itself when nothing needed repair.
+    """
+    answered = {m.tool_call_id for m in messages if type(m) is ToolResultMessage}
+    called: set[str] = set()
+    out: list[LlmMessage] = []
+    missing: list[ToolCall] = []
+    changed = False
+
+    def flush() -> None:
+        nonlocal changed
+        for call in missing:
+            out.append(_error_result(call, "tool call has no result (repaired history)"))
+            changed = True
+        missing.clear()
+
+    for message in messages:
+        cls = type(message)
+        if cls is ToolResultMessage:
+            assert isinstance(message, ToolResultMessage)
+            if message.tool_call_id not in called:
+                changed = True
+                continue
+            out.append(message)
+            continue
+        flush()
+        out.append(message)
+        if cls is AssistantMessage:
+            assert isinstance(message, AssistantMessage)
+            for block in message.content:
+                if type(block) is ToolCall:
+                    called.add(block.id)
+                    if block.id not in answered:
+                        missing.append(block)
+    flush()
+    return out if changed else messages

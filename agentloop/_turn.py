@@ -1,0 +1,287 @@
+"""One turn: prepare the request, stream the answer (with retries), run its tools.
+
+The order within a turn: inject pending messages → async transform → sync transform (the
+overflow signal is reset after it) → convert to LLM messages → pre-turn policies → resolve the
+API key → stream with retry → accumulate → commit → tools → post-turn policies → commit the
+tool results → ``TurnEnd``. The system prompt is computed once per turn and reused by an
+overflow retry; all retries of a turn share one ``MessageStart``/``MessageEnd`` pair.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+import msgspec
+
+from ._dispatch import Batch
+from ._errors import ModelError, error_for_kind
+from ._events import MessageStart, MessageUpdate, StreamRetry, TurnEnd, TurnEndReason, TurnStart
+from ._policy import Inject, Replace, Stop
+from ._stream import Accumulator
+from ._types import (
+    AgentMessage,
+    AssistantMessage,
+    ErrorKind,
+    LlmContext,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+)
+
+if TYPE_CHECKING:
+    from ._loop import _Run
+
+__all__ = ["run_turn"]
+
+log = logging.getLogger("agentloop")
+
+
+async def _system_prompt(run: _Run) -> str:
+    dynamic = run.config.system_prompt
+    if dynamic is None:
+        return run.system_prompt
+    value = dynamic()
+    if inspect.isawaitable(value):
+        value = await value
+    return str(value)
+
+
+async def _request(run: _Run, system_prompt: str) -> LlmContext:
+    """Build the request context: transformers, conversion, history repair."""
+    config = run.config
+    messages: list[AgentMessage] | None = None
+    if config.async_transform_context is not None:
+        messages = await config.async_transform_context(
+            run.messages, run.transform_context(run.overflow_signal)
+        )
+    if config.transform_context is not None:
+        messages = config.transform_context(
+            run.messages if messages is None else messages,
+            run.transform_context(run.overflow_signal),
+        )
+    run.overflow_signal = False
+    return LlmContext(
+        system_prompt=system_prompt, messages=run.llm_view(messages), tools=run.tool_schemas
+    )
+
+
+def _classify(exc: Exception) -> ErrorKind:
+    if isinstance(exc, ModelError):
+        return exc.kind
+    if isinstance(exc, OSError | EOFError | anyio.BrokenResourceError | anyio.EndOfStream):
+        return ErrorKind.NETWORK
+    return ErrorKind.OTHER
+
+
+async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
+    """Call the model, retrying as the strategy allows; returns the finished answer."""
+    config = run.config
+    model = config.model
+    pricing = model.pricing
+    emit = run.emit
+    backpressure = run.backpressure
+    attempt = 0
+    while True:
+        attempt += 1
+        options = config.stream_options
+        if config.get_api_key is not None:
+            key = await config.get_api_key(model.provider)
+            if key:
+                options = msgspec.structs.replace(options, api_key=key)
+        acc = run.acc = Accumulator(model)
+        push = acc.push
+        try:
+            events = config.stream_fn(model, request, options)
+            if hasattr(events, "aclose"):
+                async with aclosing(events):  # type: ignore[type-var]
+                    async for event in events:
+                        if not push(event):
+                            break
+                        emit(MessageUpdate(event=event))
+                        if backpressure is not None:
+                            await backpressure()
+            else:
+                async for event in events:
+                    if not push(event):
+                        break
+                    emit(MessageUpdate(event=event))
+        except Exception as exc:
+            log.debug("stream function raised", exc_info=True)
+            retry_after = exc.retry_after if isinstance(exc, ModelError) else None
+            acc.fail(f"{type(exc).__name__}: {exc}", _classify(exc), retry_after)
+        cost = pricing.cost(acc.usage) if pricing is not None else None
+        message = acc.finish(cost)
+        kind = message.error_kind
+        if message.stop_reason is StopReason.ERROR and kind is not ErrorKind.CONTEXT_OVERFLOW:
+            error = error_for_kind(
+                kind or ErrorKind.OTHER,
+                message.error_message or "model error",
+                retry_after=acc.retry_after,
+                model=model.model_id,
+            )
+            if config.retry_strategy.should_retry(error, attempt):
+                delay = config.retry_strategy.delay(attempt, error)
+                emit(
+                    StreamRetry(
+                        attempt=attempt,
+                        delay=delay,
+                        kind=error.kind,
+                        message=error.message,
+                    )
+                )
+                run.acc = None
+                await anyio.sleep(delay)
+                continue
+        return message
+
+
+def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
+    """Give a fresh unique id to every tool call whose id is missing or repeated."""
+    seen: set[str] = set()
+    changed = False
+    content: list[Any] = []
+    for block in message.content:
+        if type(block) is ToolCall:
+            if not block.id or block.id in seen:
+                block = msgspec.structs.replace(block, id=f"call_{uuid.uuid4().hex[:24]}")
+                changed = True
+            seen.add(block.id)
+        content.append(block)
+    return msgspec.structs.replace(message, content=content) if changed else message
+
+
+def _post_turn(
+    run: _Run, message: AssistantMessage | None, results: list[ToolResultMessage]
+) -> list[ToolResultMessage]:
+    """Run the post-turn policies; returns the (possibly replaced) tool results."""
+    policies = run.config.post_turn_policies
+    if not policies:
+        return results
+    ctx = run.policy_context(message, results)
+    for policy in policies:
+        verdict = run.evaluate(policy, ctx, None)
+        kind = type(verdict)
+        if kind is Replace:
+            assert isinstance(verdict, Replace)
+            new = list(verdict.tool_results)
+            if [r.tool_call_id for r in new] != [r.tool_call_id for r in results]:
+                log.error(
+                    "policy %s replaced tool results with ones answering other calls; ignored",
+                    run.policy_name(policy),
+                )
+                continue
+            results = new
+            ctx.tool_results = results
+        elif kind is Stop:
+            assert isinstance(verdict, Stop)
+            run.stopped_by = f"{run.policy_name(policy)}: {verdict.reason}"
+            run.ended = True
+            break
+        elif kind is Inject:
+            assert isinstance(verdict, Inject)
+            run.pending.extend(verdict.messages)
+    return results
+
+
+async def run_turn(run: _Run) -> bool:
+    """Run one turn. Returns whether the model needs another turn (tools were run)."""
+    emit = run.emit
+    run.in_turn = True
+    run.turn_message = None
+    run.batch = None
+    run.acc = None
+    emit(TurnStart(turn=run.turn))
+    try:
+        return await _turn_body(run)
+    except anyio.get_cancelled_exc_class():
+        run.close_turn(TurnEndReason.ABORTED, "tool call aborted: the run was cancelled")
+        raise
+
+
+async def _turn_body(run: _Run) -> bool:
+    config = run.config
+    emit = run.emit
+    if run.pending:
+        pending, run.pending = run.pending, []
+        for message in pending:
+            run.commit(message)
+    system_prompt = await _system_prompt(run)
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    request = await _request(run, system_prompt)
+    if config.pre_turn_policies:
+        stop, injected = run.run_turn_policies(config.pre_turn_policies, run.policy_context())
+        if stop is not None:
+            run.stopped_by = stop
+            run.ended = True
+            run.in_turn = False
+            emit(TurnEnd(reason=TurnEndReason.COMPLETE, message=None, turn=run.turn))
+            return False
+        if injected:
+            for message in injected:
+                run.commit(message)
+            request = LlmContext(
+                system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
+            )
+    model = config.model
+    emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
+    message = await _stream(run, request)
+    if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
+        # One recovery attempt per turn: the transformers prune harder, same message lifecycle.
+        run.overflow_signal = True
+        request = await _request(run, system_prompt)
+        message = await _stream(run, request)
+    run.acc = None
+    message = _normalise_ids(message)
+    run.commit_streamed(message)
+    run.turn_message = message
+    stop_reason = message.stop_reason
+
+    if stop_reason is StopReason.ERROR or stop_reason is StopReason.ABORTED:
+        _post_turn(run, message, [])
+        run.in_turn = False
+        run.ended = True
+        run.stop_reason = stop_reason
+        if stop_reason is StopReason.ERROR:
+            run.error = message.error_message
+            run.error_kind = message.error_kind
+        reason = TurnEndReason.ERROR if stop_reason is StopReason.ERROR else TurnEndReason.ABORTED
+        emit(TurnEnd(reason=reason, message=message, turn=run.turn))
+        return False
+
+    run.stop_reason = stop_reason
+    calls = message.tool_calls
+    if not calls:
+        _post_turn(run, message, [])
+        run.in_turn = False
+        emit(TurnEnd(reason=TurnEndReason.COMPLETE, message=message, turn=run.turn))
+        return False
+
+    batch = run.batch = Batch(run, calls)
+    incomplete = (
+        {c.id for c in calls if c.partial_json is not None}
+        if stop_reason is StopReason.LENGTH
+        else set()
+    )
+    ready = await batch.prepare(incomplete)
+    if batch.stopped is None:
+        await batch.execute(ready)
+    results = batch.results()
+    results = _post_turn(run, message, results)
+    run.batch = None
+    for result in results:
+        run.commit(result)
+    if batch.stopped is not None:
+        run.stopped_by = batch.stopped
+        run.ended = True
+    if batch.steering:
+        run.pending.extend(batch.steering)
+    reason = TurnEndReason.STEERING_INTERRUPT if batch.interrupted else TurnEndReason.TOOLS_EXECUTED
+    run.in_turn = False
+    emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=run.turn))
+    return not run.ended
