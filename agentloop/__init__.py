@@ -4,6 +4,8 @@ Runs under trio and asyncio (through anyio). Every tool call is a child task in 
 scope; abort and steering are prompt and exact; no task outlives its run.
 """
 
+from ._agent import Agent as Agent
+from ._checkpoint import Checkpoint as Checkpoint
 from ._codec import decode as decode, encode as encode
 from ._config import (
     AgentLoopConfig as AgentLoopConfig,
@@ -140,6 +142,7 @@ __all__ = [
     "APPROVED",
     "Aborted",
     "Accumulator",
+    "Agent",
     "AgentContext",
     "AgentEnd",
     "AgentError",
@@ -159,6 +162,7 @@ __all__ = [
     "AssistantMessage",
     "AssistantMessageEvent",
     "CONTINUE",
+    "Checkpoint",
     "ContentBlock",
     "ContextCompacted",
     "ContextWindowOverflow",

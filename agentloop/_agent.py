@@ -1,0 +1,692 @@
+"""``Agent``: the stateful API over the loop.
+
+An agent owns the system prompt, model, tools, history, the steering and follow-up queues and
+its subscribers, and runs one loop at a time. Every form of prompt (event stream, awaitable,
+blocking) goes through the same run, so they behave the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from ._checkpoint import Checkpoint
+from ._config import AgentLoopConfig, default_convert_to_llm
+from ._entry import EventStream
+from ._errors import AlreadyRunning, InvalidContinue, NoMessages
+from ._events import (
+    MessageEnd,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
+from ._loop import _Run
+from ._policy import CONTINUE, PolicyContext, PolicyVerdict, Stop
+from ._retry import ExponentialBackoff
+from ._types import (
+    AgentContext,
+    AgentMessage,
+    AgentResult,
+    AssistantMessage,
+    Cost,
+    Image,
+    ModelSpec,
+    StreamOptions,
+    ThinkingLevel,
+    Usage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
+    from ._events import AgentEvent
+    from ._policy import (
+        ApprovalCallback,
+        PostLoopPolicy,
+        PostTurnPolicy,
+        PreDispatchPolicy,
+        PreTurnPolicy,
+    )
+    from ._retry import RetryStrategy
+    from ._stream import StreamFn
+    from ._tools import AgentTool
+
+__all__ = ["PLAN_MODE_INSTRUCTION", "Agent", "AgentInput", "QueueMode"]
+
+log = logging.getLogger("agentloop")
+
+T = TypeVar("T")
+QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
+AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
+Subscriber: TypeAlias = Callable[["AgentEvent"], object]
+
+PLAN_MODE_INSTRUCTION = (
+    "You are in plan mode. Investigate with the read-only tools available, then answer with a "
+    "numbered plan of the changes you would make. Do not attempt to modify anything."
+)
+
+
+def _ensure_no_event_loop(what: str) -> None:
+    try:
+        anyio.get_current_task()
+    except Exception:
+        return
+    raise RuntimeError(
+        f"{what}() cannot be called from inside a running event loop; "
+        f"use the async form (await agent.{what.removesuffix('_sync')}(...)) instead"
+    )
+
+
+class _PauseAtTurnEnd:
+    """Internal post-turn policy: stop the run at the end of a turn once a pause is asked."""
+
+    name = "pause"
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
+        return Stop(reason="paused") if self.agent._pause_requested else CONTINUE
+
+
+class _AgentStream(EventStream):
+    """The event stream of an agent run; it releases the agent when the run ends."""
+
+    def __init__(self, agent: Agent, prompts: Sequence[AgentMessage]) -> None:
+        self._agent = agent
+        self._claimed = False
+        scope = anyio.CancelScope()
+        context, config = agent._loop_input()
+        super().__init__(prompts, context, config, on_event=agent._dispatch, cancel_scope=scope)
+        self._scope = scope
+
+    async def __aenter__(self) -> Self:
+        self._agent._claim(self._scope, self.run)
+        self._claimed = True
+        try:
+            await super().__aenter__()
+        except BaseException:
+            self._agent._release(None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            return await super().__aexit__(exc_type, exc, tb)
+        finally:
+            self._agent._release(self._result)
+
+
+class Agent:
+    """A stateful agent: history, tools, queues and subscribers around the loop.
+
+    Args:
+        model: the model to call.
+        stream_fn: the provider.
+        system_prompt: the system prompt.
+        tools: the tools the model may call.
+        messages: an initial history.
+        stream_options: per-call options for the provider.
+        convert_to_llm, transform_context, async_transform_context: as in
+            ``AgentLoopConfig``.
+        steering_mode, follow_up_mode: deliver queued messages ``"one_at_a_time"`` (default)
+            or ``"all"`` at once.
+        get_api_key: resolves the API key before every model call.
+        retry_strategy: retries of failed model calls (default: ``ExponentialBackoff()``).
+        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies,
+        approval: see ``agentloop._policy``.
+        tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
+        on_message: called with every message committed to the history (e.g. to persist it).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ModelSpec,
+        stream_fn: StreamFn,
+        system_prompt: str = "",
+        tools: Iterable[AgentTool] = (),
+        messages: Iterable[AgentMessage] = (),
+        stream_options: StreamOptions | None = None,
+        convert_to_llm: ConvertToLlm = default_convert_to_llm,
+        transform_context: Transform | None = None,
+        async_transform_context: AsyncTransform | None = None,
+        steering_mode: QueueMode = "one_at_a_time",
+        follow_up_mode: QueueMode = "one_at_a_time",
+        get_api_key: Callable[[str], Awaitable[str | None]] | None = None,
+        retry_strategy: RetryStrategy | None = None,
+        pre_turn_policies: Sequence[PreTurnPolicy] = (),
+        pre_dispatch_policies: Sequence[PreDispatchPolicy] = (),
+        post_turn_policies: Sequence[PostTurnPolicy] = (),
+        post_loop_policies: Sequence[PostLoopPolicy] = (),
+        approval: ApprovalCallback | None = None,
+        tool_execution: ToolExecution = "concurrent",
+        max_concurrent_tools: int | None = None,
+        tool_timeout: float | None = None,
+        on_message: Callable[[AgentMessage], object] | None = None,
+    ) -> None:
+        self.stream_fn = stream_fn
+        self.stream_options = stream_options or StreamOptions()
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.async_transform_context = async_transform_context
+        self.steering_mode: QueueMode = steering_mode
+        self.follow_up_mode: QueueMode = follow_up_mode
+        self.get_api_key = get_api_key
+        self.retry_strategy: RetryStrategy = retry_strategy or ExponentialBackoff()
+        self.pre_turn_policies = list(pre_turn_policies)
+        self.pre_dispatch_policies = list(pre_dispatch_policies)
+        self.post_turn_policies = list(post_turn_policies)
+        self.post_loop_policies = list(post_loop_policies)
+        self.approval = approval
+        self.tool_execution: ToolExecution = tool_execution
+        self.max_concurrent_tools = max_concurrent_tools
+        self.tool_timeout = tool_timeout
+        self.on_message = on_message
+        self._initial = (system_prompt, model, tuple(tools), tuple(messages))
+        self._lock = threading.Lock()
+        self._subscribers: dict[int, Subscriber] = {}
+        self._subscriber_list: tuple[tuple[int, Subscriber], ...] = ()
+        self._next_handle = 0
+        self._running = False
+        self._idle: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._run: _Run | None = None
+        self._pause_requested = False
+        self._pauser = _PauseAtTurnEnd(self)
+        self._set_initial_state()
+
+    def _set_initial_state(self) -> None:
+        system_prompt, model, tools, messages = self._initial
+        self.system_prompt: str = system_prompt
+        self.model: ModelSpec = model
+        self._tools: dict[str, AgentTool] = {t.name: t for t in tools}
+        self._messages: list[AgentMessage] = list(messages)
+        self._steering: deque[AgentMessage] = deque()
+        self._follow_up: deque[AgentMessage] = deque()
+        self.running_tool_calls: set[str] = set()
+        self.last_error: str | None = None
+        self.plan_mode = False
+        self.usage = Usage()
+        self.cost = Cost()
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        """A copy of the committed history."""
+        return list(self._messages)
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        """All registered tools (plan mode restricts what the model is offered, not this)."""
+        return list(self._tools.values())
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    @property
+    def streaming_message(self) -> AssistantMessage | None:
+        """The assistant's answer as far as it has streamed, while it streams."""
+        run = self._run
+        acc = run.acc if run is not None else None
+        return acc.snapshot() if acc is not None else None
+
+    def set_system_prompt(self, prompt: str) -> None:
+        self.system_prompt = prompt
+
+    def set_model(self, model: ModelSpec) -> None:
+        self.model = model
+
+    def set_thinking_level(self, level: ThinkingLevel) -> None:
+        import msgspec
+
+        self.model = msgspec.structs.replace(self.model, thinking_level=level)
+
+    def set_tools(self, tools: Iterable[AgentTool]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def add_tool(self, tool: AgentTool) -> None:
+        """Register ``tool``, replacing any tool of the same name."""
+        self._tools[tool.name] = tool
+
+    def remove_tool(self, name: str) -> bool:
+        """Unregister the tool called ``name``; returns whether there was one."""
+        return self._tools.pop(name, None) is not None
+
+    def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._messages = list(messages)
+
+    def append_messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._messages.extend(messages)
+
+    def clear_messages(self) -> None:
+        self._messages = []
+
+    def set_plan_mode(self, enabled: bool) -> None:
+        """Plan mode offers the model only read-only tools and asks it for a plan."""
+        self.plan_mode = enabled
+
+    # ---------------------------------------------------------------- queues
+
+    @staticmethod
+    def _as_message(message: str | AgentMessage) -> AgentMessage:
+        return UserMessage.text(message) if isinstance(message, str) else message
+
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a steering message: it interrupts the running tool batch.
+
+        Safe from any task, and from any thread.
+        """
+        with self._lock:
+            self._steering.append(self._as_message(message))
+
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message for when the agent would otherwise stop. Safe from any thread."""
+        with self._lock:
+            self._follow_up.append(self._as_message(message))
+
+    def clear_steering(self) -> None:
+        with self._lock:
+            self._steering.clear()
+
+    def clear_follow_up(self) -> None:
+        with self._lock:
+            self._follow_up.clear()
+
+    def clear_queues(self) -> None:
+        with self._lock:
+            self._steering.clear()
+            self._follow_up.clear()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering or self._follow_up)
+
+    @property
+    def queued_steering(self) -> list[AgentMessage]:
+        return list(self._steering)
+
+    @property
+    def queued_follow_up(self) -> list[AgentMessage]:
+        return list(self._follow_up)
+
+    def _take(self, queue: deque[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
+        with self._lock:
+            if not queue:
+                return []
+            if mode == "all":
+                taken = list(queue)
+                queue.clear()
+                return taken
+            return [queue.popleft()]
+
+    async def _poll_steering(self) -> list[AgentMessage]:
+        return self._take(self._steering, self.steering_mode)
+
+    async def _poll_follow_up(self) -> list[AgentMessage]:
+        return self._take(self._follow_up, self.follow_up_mode)
+
+    # ---------------------------------------------------------------- observation
+
+    def subscribe(self, callback: Subscriber) -> int:
+        """Call ``callback(event)`` for every event, synchronously; returns a handle.
+
+        A callback that raises is removed and reported; the run goes on.
+        """
+        handle = self._next_handle
+        self._next_handle += 1
+        self._subscribers[handle] = callback
+        self._subscriber_list = tuple(self._subscribers.items())
+        return handle
+
+    def unsubscribe(self, handle: int) -> bool:
+        """Remove a subscriber; within a callback it takes effect after the current event."""
+        found = self._subscribers.pop(handle, None) is not None
+        self._subscriber_list = tuple(self._subscribers.items())
+        return found
+
+    def _dispatch(self, event: AgentEvent) -> None:
+        cls = type(event)
+        if cls is not MessageUpdate:
+            if cls is MessageEnd:
+                assert isinstance(event, MessageEnd)
+                message = event.message
+                self._messages.append(message)
+                if type(message) is AssistantMessage and message.error_message:
+                    self.last_error = message.error_message
+                if self.on_message is not None:
+                    self.on_message(message)
+            elif cls is ToolExecutionStart:
+                assert isinstance(event, ToolExecutionStart)
+                self.running_tool_calls.add(event.call_id)
+            elif cls is ToolExecutionEnd:
+                assert isinstance(event, ToolExecutionEnd)
+                self.running_tool_calls.discard(event.call_id)
+        for handle, callback in self._subscriber_list:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("subscriber %r raised; it is unsubscribed", callback)
+                self.unsubscribe(handle)
+
+    # ---------------------------------------------------------------- running
+
+    def _loop_input(self) -> tuple[AgentContext, AgentLoopConfig]:
+        tools = list(self._tools.values())
+        system_prompt = self.system_prompt
+        if self.plan_mode:
+            tools = [t for t in tools if getattr(t, "read_only", False)]
+            system_prompt = (
+                f"{system_prompt}\n\n{PLAN_MODE_INSTRUCTION}"
+                if system_prompt
+                else PLAN_MODE_INSTRUCTION
+            )
+        config = AgentLoopConfig(
+            model=self.model,
+            stream_fn=self.stream_fn,
+            stream_options=self.stream_options,
+            tools=tools,
+            retry_strategy=self.retry_strategy,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            async_transform_context=self.async_transform_context,
+            get_api_key=self.get_api_key,
+            get_steering_messages=self._poll_steering,
+            get_follow_up_messages=self._poll_follow_up,
+            pre_turn_policies=self.pre_turn_policies,
+            pre_dispatch_policies=self.pre_dispatch_policies,
+            post_turn_policies=[*self.post_turn_policies, self._pauser],
+            post_loop_policies=self.post_loop_policies,
+            approval=self.approval,
+            tool_execution=self.tool_execution,
+            max_concurrent_tools=self.max_concurrent_tools,
+            tool_timeout=self.tool_timeout,
+        )
+        # The loop copies the message list it is given; the agent's history grows from events.
+        context = AgentContext(system_prompt=system_prompt, messages=self._messages, tools=tools)
+        return context, config
+
+    def _claim(self, scope: anyio.CancelScope, run: _Run) -> None:
+        # Check-and-set with no await in between, under the lock: two callers (tasks or
+        # threads) can never both start.
+        with self._lock:
+            if self._running:
+                raise AlreadyRunning("the agent is already running")
+            self._running = True
+        self._idle = anyio.Event()
+        self._scope = scope
+        self._run = run
+        self._token = anyio.lowlevel.current_token()
+
+    def _release(self, result: AgentResult | None) -> None:
+        if result is not None:
+            self.usage = self.usage + result.usage
+            self.cost = self.cost + result.cost
+            if result.error:
+                self.last_error = result.error
+        self._scope = None
+        self._run = None
+        self._token = None
+        self._pause_requested = False
+        self.running_tool_calls.clear()
+        idle, self._idle = self._idle, None
+        with self._lock:
+            self._running = False
+        if idle is not None:
+            idle.set()
+
+    async def _execute(self, prompts: Sequence[AgentMessage]) -> AgentResult:
+        scope = anyio.CancelScope()
+        context, config = self._loop_input()
+        run = _Run(context, config, self._dispatch, cancel_scope=scope)
+        self._claim(scope, run)
+        result: AgentResult | None = None
+        try:
+            result = await run.run(prompts)
+            return result
+        finally:
+            self._release(result if result is not None else run.result())
+
+    @staticmethod
+    def _prompts(input: AgentInput, images: Sequence[Image] | None) -> list[AgentMessage]:  # noqa: A002
+        if isinstance(input, str):
+            return [UserMessage.text(input, images=list(images) if images else None)]
+        if images:
+            raise TypeError("images can only be given with a text prompt")
+        if isinstance(input, list | tuple):
+            return list(input)
+        assert not isinstance(input, Sequence)
+        return [input]
+
+    def _continue_prompts(self) -> list[AgentMessage]:
+        if not self._messages:
+            raise NoMessages("cannot continue: the history is empty")
+        if isinstance(self._messages[-1], AssistantMessage):
+            queued = self._take(self._steering, self.steering_mode) or self._take(
+                self._follow_up, self.follow_up_mode
+            )
+            if not queued:
+                raise InvalidContinue(
+                    "cannot continue: the last message is the assistant's and nothing is queued"
+                )
+            return queued
+        return []
+
+    def stream(self, input: AgentInput, *, images: Sequence[Image] | None = None) -> EventStream:  # noqa: A002
+        """Run a prompt; use as ``async with agent.stream("...") as events: async for ...``.
+
+        Raises:
+            AlreadyRunning: on entering, if a run is active.
+        """
+        return _AgentStream(self, self._prompts(input, images))
+
+    async def prompt(
+        self,
+        input: AgentInput,  # noqa: A002
+        *,
+        images: Sequence[Image] | None = None,
+    ) -> AgentResult:
+        """Run a prompt (text, text with images, or messages) to the end.
+
+        Raises:
+            AlreadyRunning: a run is active.
+        """
+        return await self._execute(self._prompts(input, images))
+
+    def prompt_sync(
+        self,
+        input: AgentInput,  # noqa: A002
+        *,
+        images: Sequence[Image] | None = None,
+        backend: str = "asyncio",
+    ) -> AgentResult:
+        """Run a prompt to the end on a fresh event loop of ``backend`` ("asyncio" or "trio").
+
+        Raises:
+            RuntimeError: called from inside a running event loop (use ``await prompt()``).
+            AlreadyRunning: a run is active.
+        """
+        _ensure_no_event_loop("prompt_sync")
+        return anyio.run(functools.partial(self.prompt, input, images=images), backend=backend)
+
+    def continue_stream(self) -> EventStream:
+        """Continue from the history, as an event stream (see ``continue_``).
+
+        Raises:
+            NoMessages, InvalidContinue: as ``continue_``.
+        """
+        return _AgentStream(self, self._continue_prompts())
+
+    async def continue_(self) -> AgentResult:
+        """Continue from the history: after a tool result, a user message, or queued messages.
+
+        Raises:
+            NoMessages: the history is empty.
+            InvalidContinue: the last message is the assistant's and nothing is queued.
+            AlreadyRunning: a run is active.
+        """
+        if self._running:
+            raise AlreadyRunning("the agent is already running")
+        return await self._execute(self._continue_prompts())
+
+    def continue_sync(self, *, backend: str = "asyncio") -> AgentResult:
+        """Blocking ``continue_`` on a fresh event loop.
+
+        Raises:
+            RuntimeError: called from inside a running event loop.
+            NoMessages, InvalidContinue, AlreadyRunning: as ``continue_``.
+        """
+        _ensure_no_event_loop("continue_sync")
+        return anyio.run(self.continue_, backend=backend)
+
+    # ---------------------------------------------------------------- control
+
+    def abort(self) -> None:
+        """Abort the running run (if any): it ends with stop reason ``aborted``.
+
+        Call it from the event loop's thread; from another thread use ``abort_threadsafe``.
+        """
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def abort_threadsafe(self) -> None:
+        """``abort()`` from a thread other than the event loop's."""
+        token = self._token
+        if token is not None:
+            anyio.from_thread.run_sync(self.abort, token=token)
+
+    async def wait_idle(self) -> None:
+        """Return once no run is active."""
+        idle = self._idle
+        if idle is not None:
+            await idle.wait()
+
+    def reset(self) -> None:
+        """Restore the initial state: history, tools, queues, model, prompt, usage.
+
+        Raises:
+            AlreadyRunning: a run is active.
+        """
+        if self._running:
+            raise AlreadyRunning("cannot reset a running agent")
+        self._set_initial_state()
+
+    # ---------------------------------------------------------------- structured output
+
+    async def structured(
+        self,
+        prompt: AgentInput,
+        output: type[T] | dict[str, Any],
+        *,
+        max_retries: int = 2,
+        tool_name: str = "final_result",
+    ) -> Any:
+        """Ask for output of a given shape: a msgspec type (a typed instance comes back) or a
+        JSON Schema dict (the validated object comes back).
+
+        The model must call a synthetic tool with the output; invalid output is sent back with
+        the validation error, up to ``max_retries`` more times.
+
+        Raises:
+            StructuredOutputFailed: still invalid (or never given) after the retries.
+            AlreadyRunning: a run is active.
+        """
+        from ._structured import run_structured
+
+        return await run_structured(
+            self, prompt, output, max_retries=max_retries, tool_name=tool_name
+        )
+
+    def structured_sync(
+        self,
+        prompt: AgentInput,
+        output: type[T] | dict[str, Any],
+        *,
+        max_retries: int = 2,
+        tool_name: str = "final_result",
+        backend: str = "asyncio",
+    ) -> Any:
+        """Blocking ``structured`` on a fresh event loop.
+
+        Raises:
+            RuntimeError: called from inside a running event loop.
+            StructuredOutputFailed, AlreadyRunning: as ``structured``.
+        """
+        _ensure_no_event_loop("structured_sync")
+        call = functools.partial(
+            self.structured, prompt, output, max_retries=max_retries, tool_name=tool_name
+        )
+        return anyio.run(call, backend=backend)
+
+    # ---------------------------------------------------------------- checkpoints
+
+    def checkpoint(self) -> Checkpoint:
+        """Everything needed to resume this agent later (round-trips through JSON)."""
+        return Checkpoint(
+            system_prompt=self.system_prompt,
+            model=self.model,
+            messages=list(self._messages),
+            steering=list(self._steering),
+            follow_up=list(self._follow_up),
+            tool_names=list(self._tools),
+            usage=self.usage,
+            cost=self.cost,
+            plan_mode=self.plan_mode,
+        )
+
+    async def pause(self) -> Checkpoint:
+        """Stop the running run at the end of its current turn and return a checkpoint."""
+        if self._running:
+            self._pause_requested = True
+            await self.wait_idle()
+        return self.checkpoint()
+
+    @classmethod
+    def restore(
+        cls,
+        checkpoint: Checkpoint,
+        *,
+        tools: Iterable[AgentTool] = (),
+        stream_fn: StreamFn,
+        **options: Any,
+    ) -> Agent:
+        """Rebuild an agent from ``checkpoint``; ``tools`` must provide every tool it names.
+
+        Raises:
+            ValueError: a tool the checkpoint names is missing from ``tools``.
+        """
+        by_name = {t.name: t for t in tools}
+        missing = [name for name in checkpoint.tool_names if name not in by_name]
+        if missing:
+            raise ValueError(f"restore needs these tools: {', '.join(missing)}")
+        agent = cls(
+            model=checkpoint.model,
+            stream_fn=stream_fn,
+            system_prompt=checkpoint.system_prompt,
+            tools=[by_name[name] for name in checkpoint.tool_names],
+            messages=checkpoint.messages,
+            **options,
+        )
+        agent._steering.extend(checkpoint.steering)
+        agent._follow_up.extend(checkpoint.follow_up)
+        agent.usage = checkpoint.usage
+        agent.cost = checkpoint.cost
+        agent.plan_mode = checkpoint.plan_mode
+        return agent
