@@ -50,12 +50,13 @@ _MAX_REWRITES = 8
 class _Slot:
     """One call of the batch and what became of it."""
 
-    __slots__ = ("arguments", "call", "ended", "result", "scope", "started", "tool")
+    __slots__ = ("arguments", "call", "ended", "result", "scope", "started", "tool", "validated")
 
     def __init__(self, call: ToolCall, tool: AgentTool | None) -> None:
         self.call = call
         self.tool = tool
         self.arguments: Any = call.arguments
+        self.validated: Any = None
         self.result: AgentToolResult | None = None
         self.scope: anyio.CancelScope | None = None
         self.started = False
@@ -204,7 +205,7 @@ class Batch:
             validate = getattr(tool, "validate_arguments", None) or validator_for(tool.parameters)
             self.run.validators[tool.name] = validate
         try:
-            slot.arguments = validate(arguments)
+            slot.validated = validate(arguments)
         except ToolArgumentError as exc:
             self._end(
                 slot, AgentToolResult.error(f"invalid arguments for tool {tool.name!r}: {exc}")
@@ -336,10 +337,10 @@ class Batch:
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
         try:
             if timeout is None:
-                result = await tool.execute(call_id, slot.arguments, on_update)
+                result = await tool.execute(call_id, slot.validated, on_update)
             else:
                 with anyio.move_on_after(timeout) as deadline:
-                    result = await tool.execute(call_id, slot.arguments, on_update)
+                    result = await tool.execute(call_id, slot.validated, on_update)
                 if deadline.cancelled_caught:
                     slot.result = AgentToolResult.error(
                         f"tool call timed out after {timeout:g} seconds"

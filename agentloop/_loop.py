@@ -69,6 +69,9 @@ class _Run:
             for t in tools
         ]
         self.validators: dict[str, Callable[[Any], Any]] = {}
+        self.incremental = (
+            config.transform_context is None and config.async_transform_context is None
+        )
         self.messages: list[AgentMessage] = []
         self.view = MessagesView(self.messages)
         self.new_messages: list[AgentMessage] = []
@@ -101,13 +104,16 @@ class _Run:
         if new:
             self.new_messages.append(message)
         cls = type(message)
-        convert = self.config.convert_to_llm
-        if convert is default_convert_to_llm:
-            llm: LlmMessage | None = None if isinstance(message, CustomMessage) else message
-        else:
-            llm = convert(message)
-        if llm is not None:
-            self.llm_messages.append(llm)
+        if self.incremental:
+            # Without transformers each message is converted once, when committed, so a turn
+            # never walks the whole history.
+            convert = self.config.convert_to_llm
+            if convert is default_convert_to_llm:
+                llm: LlmMessage | None = None if isinstance(message, CustomMessage) else message
+            else:
+                llm = convert(message)
+            if llm is not None:
+                self.llm_messages.append(llm)
         if cls is AssistantMessage:
             assert isinstance(message, AssistantMessage)
             for block in message.content:
@@ -186,11 +192,12 @@ class _Run:
 
     def llm_view(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:
         """The LLM messages of a request, repaired so no tool call goes unanswered."""
-        if messages is None:
+        if messages is None and self.incremental:
             llm = self.llm_messages
         else:
             convert = self.config.convert_to_llm
-            llm = [c for c in map(convert, messages) if c is not None]
+            source = self.messages if messages is None else messages
+            llm = [c for c in map(convert, source) if c is not None]
         if self.open_calls or self.orphan_results or messages is not None:
             llm = _repair(llm)
         return llm

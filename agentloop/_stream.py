@@ -244,7 +244,10 @@ class Accumulator:
     def push(self, event: AssistantMessageEvent) -> bool:
         """Fold one event in. Returns ``False`` if the stream is (now) finished or malformed."""
         if self.done:
-            self._fail(f"event {type(event).__name__} after the stream had ended")
+            # Only a stream that had ended well is spoilt by a late event; after an error or an
+            # abort, the first cause is the one worth reporting.
+            if self.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
+                self._fail(f"event {type(event).__name__} after the stream had ended")
             return False
         try:
             self._apply(event)
@@ -317,6 +320,10 @@ class Accumulator:
             self.stop_reason = event.stop_reason
             self.usage = event.usage
             self.cost = event.cost
+            if event.stop_reason is StopReason.ERROR:
+                # Providers should send ErrorEvent; an error must still say something.
+                self.error_kind = ErrorKind.OTHER
+                self.error_message = "model error (the provider gave no details)"
         elif cls is ErrorEvent:
             assert isinstance(event, ErrorEvent)
             self.done = True
@@ -435,11 +442,13 @@ class Accumulator:
                 ErrorKind.NETWORK,
             )
         blocks, problem = self._blocks(final=True)
-        if problem is not None and self.stop_reason is not StopReason.ERROR:
+        if problem is not None and self.stop_reason not in (StopReason.ERROR, StopReason.ABORTED):
             self._fail(problem)
         stop_reason = self.stop_reason or StopReason.ERROR
-        if stop_reason is StopReason.ABORTED:
-            # An aborted answer keeps what it said, but never a call it did not finish sending.
+        if stop_reason is StopReason.ABORTED or stop_reason is StopReason.ERROR:
+            # A failed or aborted answer keeps what it said but none of its tool calls: they
+            # will not run, and a call without a result would be refused when the history is
+            # replayed.
             blocks = [b for b in blocks if type(b) is not ToolCall]
         cost = self.cost if self.cost is not None else (pricing_cost or Cost())
         return AssistantMessage(
