@@ -113,14 +113,10 @@ class EventStream:
             config,
             emit,
             cancel_scope=cancel_scope,
-            backpressure=self._backpressure,
+            channel=self._channel,
         )
         self._tg: TaskGroup | None = None
         self._result: AgentResult | None = None
-
-    async def _backpressure(self) -> None:
-        if self._channel.full:
-            await self._channel.wait_writable()
 
     @property
     def result(self) -> AgentResult:

@@ -33,6 +33,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from ._channel import EventChannel
     from ._dispatch import Batch
     from ._events import AgentEvent
     from ._stream import Accumulator
@@ -55,11 +56,11 @@ class _Run:
         emit: Emit,
         *,
         cancel_scope: anyio.CancelScope | None = None,
-        backpressure: Callable[[], Any] | None = None,
+        channel: EventChannel | None = None,
     ) -> None:
         self.config = config
         self.emit = emit
-        self.backpressure = backpressure
+        self.channel = channel
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
         self.system_prompt = context.system_prompt
         tools: Sequence[AgentTool] = config.tools or context.tools

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -85,7 +85,7 @@ async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
     model = config.model
     pricing = model.pricing
     emit = run.emit
-    backpressure = run.backpressure
+    channel = run.channel
     attempt = 0
     while True:
         attempt += 1
@@ -98,19 +98,15 @@ async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
         push = acc.push
         try:
             events = config.stream_fn(model, request, options)
-            if hasattr(events, "aclose"):
-                async with aclosing(events):  # type: ignore[type-var]
-                    async for event in events:
-                        if not push(event):
-                            break
-                        emit(MessageUpdate(event=event))
-                        if backpressure is not None:
-                            await backpressure()
-            else:
+            closing: Any = aclosing(events) if hasattr(events, "aclose") else nullcontext()
+            async with closing:
                 async for event in events:
                     if not push(event):
                         break
                     emit(MessageUpdate(event=event))
+                    if channel is not None and channel.full:
+                        # The consumer is behind: let it drain before streaming on.
+                        await channel.wait_writable()
         except Exception as exc:
             log.debug("stream function raised", exc_info=True)
             retry_after = exc.retry_after if isinstance(exc, ModelError) else None
