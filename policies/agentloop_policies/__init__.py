@@ -1,1 +1,79 @@
-"""Ready-made policies for agentloop's four policy slots and approval hook."""
+"""Ready-made policies for agentloop's four policy slots and approval hook.
+
+=======================  ==============  ====================================================
+policy                   slot            what it does
+=======================  ==============  ====================================================
+``MaxTurns``             pre-turn        stops a run after N turns
+``Budget``               pre-turn        stops a run past a token or cost limit
+``ToolDenyList``         pre-dispatch    skips calls to tools matching names or globs
+``ToolAllowList``        pre-dispatch    skips calls to tools matching none of them
+``Sandbox``              pre-dispatch    skips calls whose path arguments leave the roots
+``LoopDetection``        post-turn       nudges, then stops, a model repeating a call
+``PromptInjectionGuard`` post-turn       redacts (or flags, or stops on) injected orders
+``PiiRedactor``          post-turn       redacts personal data and secrets in tool results
+``AuditLogger``          event callback  one JSON line per model call, tool call, verdict
+``ApprovalGate``         approval hook   enabled / smart / bypassed modes, session trust
+``RecommendedPolicies``  all             budget, turn limit, deny list and sandbox bundled
+=======================  ==============  ====================================================
+
+This package imports only ``agentloop`` and the standard library.
+"""
+
+from ._approval import (
+    ALWAYS_ALLOW as ALWAYS_ALLOW,
+    AlwaysAllow as AlwaysAllow,
+    ApprovalAnswer as ApprovalAnswer,
+    ApprovalGate as ApprovalGate,
+    ApprovalMode as ApprovalMode,
+    AskFn as AskFn,
+)
+from ._audit import AuditLogger as AuditLogger, WatchedPolicy as WatchedPolicy
+from ._injection import (
+    INJECTION_RULES as INJECTION_RULES,
+    PromptInjectionGuard as PromptInjectionGuard,
+)
+from ._limits import Budget as Budget, MaxTurns as MaxTurns, tokens_of as tokens_of
+from ._loop_detection import DEFAULT_NUDGE as DEFAULT_NUDGE, LoopDetection as LoopDetection
+from ._pii import (
+    PiiRedactor as PiiRedactor,
+    luhn_valid as luhn_valid,
+    rewrite_results as rewrite_results,
+)
+from ._recommended import (
+    DEFAULT_DENIED as DEFAULT_DENIED,
+    RecommendedPolicies as RecommendedPolicies,
+)
+from ._sandbox import PATH_FORMATS as PATH_FORMATS, Sandbox as Sandbox
+from ._tool_filter import (
+    ToolAllowList as ToolAllowList,
+    ToolDenyList as ToolDenyList,
+    ToolPatterns as ToolPatterns,
+)
+
+__all__ = [
+    "ALWAYS_ALLOW",
+    "DEFAULT_DENIED",
+    "DEFAULT_NUDGE",
+    "INJECTION_RULES",
+    "PATH_FORMATS",
+    "AlwaysAllow",
+    "ApprovalAnswer",
+    "ApprovalGate",
+    "ApprovalMode",
+    "AskFn",
+    "AuditLogger",
+    "Budget",
+    "LoopDetection",
+    "MaxTurns",
+    "PiiRedactor",
+    "PromptInjectionGuard",
+    "RecommendedPolicies",
+    "Sandbox",
+    "ToolAllowList",
+    "ToolDenyList",
+    "ToolPatterns",
+    "WatchedPolicy",
+    "luhn_valid",
+    "rewrite_results",
+    "tokens_of",
+]
