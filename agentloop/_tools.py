@@ -193,7 +193,7 @@ class FunctionTool:
         self._is_async = inspect.iscoroutinefunction(fn)
         summary, arg_docs = _parse_doc(fn.__doc__ or "")
         self.description = description if description is not None else summary
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
         fields: list[Any] = []
         self._context_param: str | None = None
         for param in inspect.signature(fn).parameters.values():

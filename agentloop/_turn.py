@@ -9,9 +9,9 @@ overflow retry; all retries of a turn share one ``MessageStart``/``MessageEnd`` 
 
 from __future__ import annotations
 
-import inspect
 import logging
-import uuid
+import os
+from collections.abc import Awaitable
 from contextlib import aclosing, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,7 @@ async def _system_prompt(run: _Run) -> str:
     if dynamic is None:
         return run.system_prompt
     value = dynamic()
-    if inspect.isawaitable(value):
+    if isinstance(value, Awaitable):
         value = await value
     return str(value)
 
@@ -145,7 +145,7 @@ def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
     for block in message.content:
         if type(block) is ToolCall:
             if not block.id or block.id in seen:
-                block = msgspec.structs.replace(block, id=f"call_{uuid.uuid4().hex[:24]}")
+                block = msgspec.structs.replace(block, id=f"call_{os.urandom(12).hex()}")
                 changed = True
             seen.add(block.id)
         content.append(block)
