@@ -285,6 +285,9 @@ class Batch:
                 for slot in group:
                     slot.scope = anyio.CancelScope()
                     tg.start_soon(self._run_call, slot, limiter)
+            # Backends differ on whether a task group whose children all finished raises a
+            # pending cancellation on exit; check explicitly so an abort ends this turn on all.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         if self.interrupted:
             self.resolve_unfinished(STEERING_CANCELLED)
 

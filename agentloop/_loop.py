@@ -11,10 +11,20 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from ._config import AgentLoopConfig, TransformContext, default_convert_to_llm
-from ._events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnEndReason
+from ._events import (
+    AgentEnd,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
+)
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
+from ._stream import Accumulator
 from ._types import (
     AgentContext,
     AgentMessage,
@@ -36,7 +46,6 @@ if TYPE_CHECKING:
     from ._channel import EventChannel
     from ._dispatch import Batch
     from ._events import AgentEvent
-    from ._stream import Accumulator
     from ._tools import AgentTool
 
 __all__ = ["Emit", "_Run"]
@@ -91,6 +100,7 @@ class _Run:
         self.ended = False
         # Per-turn state, read by ``close_turn`` when a turn ends abnormally.
         self.in_turn = False
+        self.answer_open = False
         self.acc: Accumulator | None = None
         self.turn_message: AssistantMessage | None = None
         self.batch: Batch | None = None
@@ -136,6 +146,7 @@ class _Run:
 
     def commit_streamed(self, message: AssistantMessage) -> None:
         """Commit the assistant's answer (its ``MessageStart`` was emitted when it began)."""
+        self.answer_open = False
         self._append(message)
         self.emit(MessageEnd(message=message))
 
@@ -216,7 +227,10 @@ class _Run:
         self.in_turn = False
         message = self.turn_message
         acc, self.acc = self.acc, None
-        if message is None and acc is not None:
+        if message is None and self.answer_open:
+            if acc is None or acc.done:
+                # Between attempts (waiting to retry): what the failed attempt said is void.
+                acc = Accumulator(self.config.model)
             if reason is TurnEndReason.ABORTED:
                 acc.abort()
             else:
@@ -239,6 +253,21 @@ class _Run:
                     results.append(result)
                     self.commit(result)
         self.emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=self.turn))
+
+    def flush_pending(self, reason: TurnEndReason) -> None:
+        """Commit messages taken from the queues that no turn will send, in a turn of their own.
+
+        A steering or follow-up message, once polled, is never lost: when the run ends before
+        the next turn (abort, a stopping policy), it is committed to the history here.
+        """
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        self.emit(TurnStart(turn=self.turn))
+        for message in pending:
+            self.commit(message)
+        self.emit(TurnEnd(reason=reason, message=None, turn=self.turn))
+        self.turn += 1
 
     def result(self) -> AgentResult:
         if self.finished is None:
@@ -267,6 +296,7 @@ class _Run:
                 await self._outer(run_turn)
         except anyio.get_cancelled_exc_class():
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
+            self.flush_pending(TurnEndReason.ABORTED)
             self.stop_reason = StopReason.ABORTED
             self.emit(AgentEnd(messages=self.new_messages))
             raise
@@ -282,6 +312,13 @@ class _Run:
         if self.scope.cancelled_caught:
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.stop_reason = StopReason.ABORTED
+        self.flush_pending(
+            TurnEndReason.ABORTED
+            if self.stop_reason is StopReason.ABORTED
+            else TurnEndReason.ERROR
+            if self.stop_reason is StopReason.ERROR
+            else TurnEndReason.COMPLETE
+        )
         self.emit(AgentEnd(messages=self.new_messages))
         return self.result()
 
@@ -292,6 +329,8 @@ class _Run:
             if self.ended:
                 return
             if config.get_follow_up_messages is not None:
+                # An abort that arrived as the last turn ended must not consume a follow-up.
+                await anyio.lowlevel.checkpoint_if_cancelled()
                 follow = list(await config.get_follow_up_messages())
                 if follow:
                     self.pending.extend(follow)
@@ -316,6 +355,7 @@ class _Run:
             if self.ended:
                 return
             if poll is not None:
+                await anyio.lowlevel.checkpoint_if_cancelled()
                 steering = list(await poll())
                 if steering:
                     self.pending.extend(steering)

@@ -225,6 +225,7 @@ async def _turn_body(run: _Run) -> bool:
                 system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
             )
     model = config.model
+    run.answer_open = True
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
     message = await _stream(run, request)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
