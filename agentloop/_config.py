@@ -45,16 +45,24 @@ class TransformContext:
         overflow: the previous attempt of this turn overflowed the context window; prune harder.
         model: the model the request is for.
         turn: the turn's index in the run.
+        system_prompt: the system prompt of this turn (it shares the context window).
     """
 
-    __slots__ = ("_emit", "model", "overflow", "turn")
+    __slots__ = ("_emit", "model", "overflow", "system_prompt", "turn")
 
     def __init__(
-        self, *, overflow: bool, model: ModelSpec, turn: int, emit: Callable[[AgentEvent], None]
+        self,
+        *,
+        overflow: bool,
+        model: ModelSpec,
+        turn: int,
+        emit: Callable[[AgentEvent], None],
+        system_prompt: str = "",
     ) -> None:
         self.overflow = overflow
         self.model = model
         self.turn = turn
+        self.system_prompt = system_prompt
         self._emit = emit
 
     def report(self, report: str, *, dropped: int = 0, details: Any = None) -> None:

@@ -197,9 +197,13 @@ class _Run:
 
     # ---------------------------------------------------------------- context for a request
 
-    def transform_context(self, overflow: bool) -> TransformContext:
+    def transform_context(self, overflow: bool, system_prompt: str) -> TransformContext:
         return TransformContext(
-            overflow=overflow, model=self.config.model, turn=self.turn, emit=self.emit
+            overflow=overflow,
+            model=self.config.model,
+            turn=self.turn,
+            emit=self.emit,
+            system_prompt=system_prompt,
         )
 
     def llm_view(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:

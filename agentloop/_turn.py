@@ -58,12 +58,12 @@ async def _request(run: _Run, system_prompt: str) -> LlmContext:
     messages: list[AgentMessage] | None = None
     if config.async_transform_context is not None:
         messages = await config.async_transform_context(
-            run.messages, run.transform_context(run.overflow_signal)
+            run.messages, run.transform_context(run.overflow_signal, system_prompt)
         )
     if config.transform_context is not None:
         messages = config.transform_context(
             run.messages if messages is None else messages,
-            run.transform_context(run.overflow_signal),
+            run.transform_context(run.overflow_signal, system_prompt),
         )
     run.overflow_signal = False
     return LlmContext(
