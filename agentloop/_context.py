@@ -284,8 +284,8 @@ class SlidingWindow:
         return max(normal // 2, 1)
 
     def _system_tokens(self, ctx: TransformContext | None) -> int:
-        prompt = getattr(ctx, "system_prompt", None)
-        if not isinstance(prompt, str):
+        prompt = ctx.system_prompt if ctx is not None else ""
+        if not prompt:
             prompt = self.system_prompt
         return self.counter.count_text(prompt) if prompt else 0
 
