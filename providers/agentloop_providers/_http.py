@@ -1,0 +1,409 @@
+"""The HTTP streaming base every adapter builds on.
+
+``HttpProvider`` owns the httpx ``AsyncClient`` lifecycle and the one streaming loop: build the
+request, POST it, turn an error status into a classified ``ErrorEvent``, feed the body's bytes
+through a frame decoder (SSE, NDJSON, or an adapter's own) and the adapter's ``StreamParser``,
+and yield ``AssistantMessageEvent`` values until a terminal event. Transport failures (connect,
+reset, a cut body, the idle-read timeout) end the stream as a ``network`` error; a malformed
+stream ends it as ``other``. A model failure is always an event, never an exception.
+
+An adapter supplies four things::
+
+    class MyProvider(HttpProvider):
+        provider_name = "my"
+        env_var = "MY_API_KEY"
+        default_base_url = "https://api.example.com/v1"
+
+        def endpoint(self, model, options): return f"{self.base_url}/chat"
+        def headers(self, api_key, model, options): return {"authorization": f"Bearer {api_key}"}
+        def payload(self, model, context, options): return {...}
+        def new_parser(self, model, options): return MyParser()  # feed(frame) / end()
+
+and may override ``new_decoder`` (the framing; SSE by default) or ``build_request`` (to sign
+requests, say). The generator closes its HTTP response in a shielded, bounded ``finally``, so a
+turn that is cancelled (the loop always consumes a provider inside ``contextlib.aclosing``)
+drops the connection at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+
+import anyio
+import httpx
+import msgspec
+
+from agentloop import Done, ErrorEvent, ErrorKind
+
+from ._classify import classify_payload, classify_response
+from ._ndjson import NDJSONError
+from ._sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+    from types import TracebackType
+
+    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+
+__all__ = [
+    "FrameDecoder",
+    "HttpProvider",
+    "ProtocolError",
+    "StreamParser",
+    "redact",
+]
+
+logger = logging.getLogger("agentloop_providers")
+
+_json_encode = msgspec.json.Encoder().encode
+_MAX_ERROR_BODY = 64 * 1024
+_CLOSE_TIMEOUT = 5.0
+
+
+class ProtocolError(Exception):
+    """Raised by a parser for a stream that breaks its provider's protocol."""
+
+
+_MALFORMED = (ProtocolError, NDJSONError, msgspec.DecodeError, ValueError, KeyError, TypeError)
+
+
+class FrameDecoder(Protocol):
+    """Turns body bytes into frames (SSE events, JSON lines, binary messages)."""
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """The frames ``chunk`` completed.
+
+        Raises:
+            ValueError: bytes that cannot be framed (the call ends as a malformed stream).
+        """
+        ...
+
+    def close(self) -> list[Any]:
+        """The body ended: any frame still pending."""
+        ...
+
+
+class StreamParser(Protocol):
+    """Turns frames into ``AssistantMessageEvent`` values; one parser per call.
+
+    ``feed`` may raise ``ProtocolError`` (or ``msgspec.DecodeError``) for a malformed frame.
+    ``end`` is called when the body ended without a terminal event: it returns the events that
+    finish the message (an adapter tolerant of a missing sentinel returns ``Done``) or nothing,
+    in which case the call ends as a ``network`` error ("stream cut short").
+    """
+
+    def feed(self, frame: Any) -> list[AssistantMessageEvent]:
+        """The events one frame gives (often none, sometimes several).
+
+        Raises:
+            ProtocolError, msgspec.DecodeError, KeyError, TypeError: a malformed frame.
+        """
+        ...
+
+    def end(self) -> list[AssistantMessageEvent]:
+        """The body ended without a terminal event: the events that finish it, if any."""
+        ...
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every occurrence of each secret replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+class HttpProvider:
+    """Base class of the HTTP adapters; an instance is a ``StreamFn``.
+
+    Args:
+        base_url: the API root; ``default_base_url`` when omitted.
+        api_key: a fixed API key. ``StreamOptions.api_key`` (filled by the loop from
+            ``get_api_key``) wins over it; the ``env_var`` environment variable is the fallback.
+        client: an ``httpx.AsyncClient`` to use. The provider never closes a client it was
+            given; it creates (lazily) and closes its own otherwise.
+        idle_timeout: seconds without a byte from the server (before the headers or between
+            chunks) after which the call ends as a ``network`` error.
+        connect_timeout: seconds to establish a connection.
+        headers: extra headers sent with every request.
+
+    Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
+    """
+
+    provider_name: ClassVar[str] = "http"
+    env_var: ClassVar[str | None] = None
+    default_base_url: ClassVar[str] = ""
+    requires_api_key: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        idle_timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.__api_key = api_key
+        self._client = client
+        self._owns_client = client is None
+        self.idle_timeout = idle_timeout
+        self.connect_timeout = connect_timeout
+        self.extra_headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self.base_url!r}, idle_timeout={self.idle_timeout!r})"
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The client in use, created on first use when none was given."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout())
+            self._owns_client = True
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this provider created it (a given client is left open)."""
+        client, self._client = self._client, None
+        if client is not None and self._owns_client:
+            await client.aclose()
+        elif client is not None:
+            self._client = client
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(
+            connect=self.connect_timeout,
+            read=self.idle_timeout,
+            write=self.idle_timeout,
+            pool=self.connect_timeout,
+        )
+
+    # ------------------------------------------------------------------ adapter hooks
+
+    def api_key_for(self, options: StreamOptions) -> str | None:
+        """The key for a call: ``options.api_key``, else the constructor's, else ``env_var``."""
+        if options.api_key:
+            return options.api_key
+        if self.__api_key:
+            return self.__api_key
+        return os.environ.get(self.env_var) if self.env_var else None
+
+    def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
+        """The URL to POST to."""
+        raise NotImplementedError
+
+    def headers(
+        self, api_key: str | None, model: ModelSpec, options: StreamOptions
+    ) -> dict[str, str]:
+        """Request headers, the credentials included."""
+        raise NotImplementedError
+
+    def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
+        """The JSON request body."""
+        raise NotImplementedError
+
+    def new_parser(self, model: ModelSpec, options: StreamOptions) -> StreamParser:
+        """A fresh parser for one call's frames."""
+        raise NotImplementedError
+
+    def new_decoder(self) -> FrameDecoder:
+        """A fresh frame decoder for one response body (SSE unless overridden)."""
+        return SSEDecoder()
+
+    def build_request(
+        self,
+        model: ModelSpec,
+        context: LlmContext,
+        options: StreamOptions,
+        api_key: str | None,
+    ) -> httpx.Request:
+        """The request for one call; override to sign requests or change the method.
+
+        ``options.extra["extra_body"]`` (a dict) is merged into the JSON body last, for
+        parameters this library does not model (``top_p``, ``seed``, ``response_format``...).
+
+        Raises:
+            ValueError, TypeError, msgspec.EncodeError: the request cannot be built (the call
+                then ends as an ``other`` error).
+        """
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        headers.update(self.headers(api_key, model, options))
+        headers.update(self.extra_headers)
+        body = self.payload(model, context, options)
+        extra_body = options.extra.get("extra_body")
+        if isinstance(extra_body, dict) and isinstance(body, dict):
+            body = {**body, **extra_body}  # provider parameters this library does not model
+        return self.client.build_request(
+            "POST",
+            self.endpoint(model, options),
+            headers=headers,
+            content=_json_encode(body),
+            timeout=self._timeout(),
+        )
+
+    # ------------------------------------------------------------------ the StreamFn
+
+    def __call__(
+        self, model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Stream one model call (an async generator: close it with ``aclosing``)."""
+        return self._stream(model, context, options)
+
+    def _fail(self, kind: ErrorKind, message: str, key: str | None) -> ErrorEvent:
+        return ErrorEvent(kind=kind, message=redact(message, key, self.__api_key))
+
+    async def _stream(
+        self, model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        name = self.provider_name
+        key = self.api_key_for(options)
+        if key is None and self.requires_api_key:
+            hint = f" or set {self.env_var}" if self.env_var else ""
+            yield ErrorEvent(
+                kind=ErrorKind.AUTH,
+                message=f"{name}: no API key (pass one through get_api_key{hint})",
+            )
+            return
+        try:
+            request = self.build_request(model, context, options, key)
+        except (ValueError, TypeError, msgspec.EncodeError) as exc:
+            yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
+            return
+        logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
+            yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
+            return
+        except httpx.TransportError as exc:
+            yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
+            return
+        chunks: AsyncIterator[bytes] | None = None
+        try:
+            status = response.status_code
+            logger.debug("%s: HTTP %d", name, status)
+            if status >= 400:
+                body = await _read_limited(response)
+                yield self._redacted(classify_response(name, status, response.headers, body), key)
+                return
+            decoder = self.new_decoder()
+            parser = self.new_parser(model, options)
+            content_type = response.headers.get("content-type", "")
+            if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
+                # A server that answers a streaming request with one JSON document (an error
+                # object, typically) instead of an event stream.
+                body = await _read_limited(response)
+                yield self._redacted(classify_payload(name, _json_or_text(body)), key)
+                return
+            chunks = response.aiter_bytes()
+            async for chunk in chunks:
+                for frame in decoder.feed(chunk):
+                    for event in parser.feed(frame):
+                        cls = type(event)
+                        if cls is ErrorEvent:
+                            yield self._redacted(event, key)  # type: ignore[arg-type]
+                            return
+                        yield event
+                        if cls is Done:
+                            return
+            tail: list[AssistantMessageEvent] = []
+            try:
+                for frame in decoder.close():
+                    tail.extend(parser.feed(frame))
+            except _MALFORMED:
+                # The body stopped in the middle of a frame: a cut stream, not a bad one.
+                tail = []
+            tail.extend(parser.end())
+            for event in tail:
+                cls = type(event)
+                yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
+                if cls is Done or cls is ErrorEvent:
+                    return
+            yield ErrorEvent(
+                kind=ErrorKind.NETWORK,
+                message=f"{name}: the stream ended before the message was complete",
+            )
+        except httpx.TimeoutException:
+            yield ErrorEvent(
+                kind=ErrorKind.NETWORK,
+                message=f"{name}: no data from the server for {self.idle_timeout:g}s",
+            )
+        except httpx.TransportError as exc:
+            yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
+        except _MALFORMED as exc:
+            # A frame the parser could not use: bad JSON, or a shape the protocol does not
+            # allow (a missing field surfaces as KeyError/TypeError).
+            what = (
+                f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, KeyError | TypeError)
+                else str(exc)
+            )
+            yield self._fail(ErrorKind.OTHER, f"{name}: malformed stream: {what}", key)
+        finally:
+            # Runs on cancellation and on aclose() too; shielded so the socket really closes.
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await _close(response, chunks)
+
+    def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
+        message = redact(event.message, key, self.__api_key)
+        if message == event.message:
+            return event
+        return msgspec.structs.replace(event, message=message)
+
+
+async def _read_limited(response: httpx.Response) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    chunks = response.aiter_bytes()
+    try:
+        async for chunk in chunks:
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= _MAX_ERROR_BODY:
+                break
+    finally:
+        await _close(response, chunks)
+    return b"".join(parts)[:_MAX_ERROR_BODY]
+
+
+def _json_or_text(body: bytes) -> Any:
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body.decode("utf-8", "replace")
+
+
+async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:
+    """Close ``response``; then run httpx's chain of body generators to its end.
+
+    Closing drops the connection when the body was not read to its end. httpx reads a body
+    through several nested async generators, and closing the outer one leaves the inner ones
+    suspended for the garbage collector (trio warns about each). Iterating once more over
+    the closed stream makes every one of them finish, at once.
+    """
+    await response.aclose()
+    if chunks is not None:
+        with contextlib.suppress(Exception):
+            async for _ in chunks:
+                pass

@@ -1,0 +1,180 @@
+"""An incremental Server-Sent Events parser over a response's byte stream.
+
+Follows the WHATWG "event stream interpretation" rules: lines end in CRLF, LF or CR (a CR at
+the end of one chunk and an LF at the start of the next are one line ending); a line starting
+with ``:`` is a comment (keep-alive); ``field: value`` loses one leading space from the value;
+``data`` lines join with ``\\n``; a blank line dispatches the event, unless no data arrived; an
+event cut off by the end of the stream is discarded. Application-level sentinels such as
+OpenAI's ``[DONE]`` are the adapters' business, not the parser's.
+
+The parser works on bytes and decodes UTF-8 once per event: it never has to care about a
+multi-byte character split between two network reads, because line endings are ASCII.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SSEDecoder", "ServerSentEvent"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class ServerSentEvent:
+    """One dispatched event.
+
+    Attributes:
+        event: the ``event:`` name, ``"message"`` when none was sent.
+        data: the ``data:`` lines joined with ``\\n``.
+        id: the last event id seen on the stream so far ("" when none), as the spec defines.
+        retry: the reconnection time in milliseconds, when this event carried a ``retry:``.
+    """
+
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(
+        self, event: str = "message", data: str = "", id: str = "", retry: int | None = None
+    ) -> None:
+        self.event = event
+        self.data = data
+        self.id = id
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        return (
+            f"ServerSentEvent(event={self.event!r}, data={self.data!r}, id={self.id!r}, "
+            f"retry={self.retry!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServerSentEvent):
+            return NotImplemented
+        return (self.event, self.data, self.id, self.retry) == (
+            other.event,
+            other.data,
+            other.id,
+            other.retry,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SSEDecoder:
+    """Feed it the body's bytes as they arrive; it returns the events each chunk completed.
+
+    Example::
+
+        decoder = SSEDecoder()
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                ...
+        decoder.close()   # the events a well-formed stream still owed (none, by the spec)
+    """
+
+    __slots__ = ("_data", "_event", "_last_id", "_pending", "_retry", "_skip_lf", "_started")
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []  # pieces of an unterminated line, joined once it ends
+        self._skip_lf = False  # the previous chunk ended in CR: an LF now is the same ending
+        self._started = False  # the BOM check is done
+        self._data: list[bytes] = []
+        self._event: bytes = b""
+        self._last_id = ""
+        self._retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str:
+        """The id to send as ``Last-Event-ID`` when reconnecting."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Parse ``chunk``; return the events it completed, in order."""
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not self._started:
+            chunk = b"".join(self._pending) + chunk
+            self._pending = []
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                if chunk:
+                    self._pending.append(chunk)
+                return []
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+        if not chunk:
+            return []
+        if b"\r" in chunk:
+            if chunk[-1] == 0x0D:
+                self._skip_lf = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in chunk:
+            self._pending.append(chunk)  # joined once, however many chunks a line spans
+            return []
+        lines = chunk.split(b"\n")
+        if self._pending:
+            self._pending.append(lines[0])
+            lines[0] = b"".join(self._pending)
+            self._pending = []
+        last = lines.pop()
+        if last:
+            self._pending.append(last)
+        return self._lines(lines)
+
+    def close(self) -> list[ServerSentEvent]:
+        """The body ended: dispatch an event still waiting for its closing blank line.
+
+        The spec discards such an event; recorded streams (and some servers) end their last
+        event without the blank line, so it is dispatched here. A body cut in the middle of a
+        line yields that partial line as data, which the adapter's JSON decoding rejects.
+        """
+        partial = b"".join(self._pending)
+        self._pending = []
+        out = self._lines([partial, b""]) if partial else self._lines([b""])
+        self._event = b""
+        return out
+
+    def _lines(self, lines: list[bytes]) -> list[ServerSentEvent]:
+        out: list[ServerSentEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    out.append(self._dispatch())
+                    data = self._data
+                else:
+                    self._event = b""
+                continue
+            # The hot path: nearly every line of a model stream is "data: ...".
+            if line.startswith(b"data:"):
+                if line[5:6] == b" ":
+                    data.append(line[6:])
+                else:
+                    data.append(line[5:])
+                continue
+            if line[0] == 0x3A:  # ":" comment, used as a keep-alive
+                continue
+            name, sep, value = line.partition(b":")
+            if sep and value[:1] == b" ":
+                value = value[1:]
+            if name == b"event":
+                self._event = value
+            elif name == b"data":  # "data" with no colon: an empty data line
+                data.append(value)
+            elif name == b"id":
+                if b"\x00" not in value:
+                    self._last_id = value.decode("utf-8", "replace")
+            elif name == b"retry":
+                if value.isdigit():
+                    self._retry = int(value)
+            # Any other field is ignored, as the spec says.
+        return out
+
+    def _dispatch(self) -> ServerSentEvent:
+        data = self._data
+        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
+        event = self._event.decode("utf-8", "replace") if self._event else "message"
+        sse = ServerSentEvent(event, text, self._last_id, self._retry)
+        self._data = []
+        self._event = b""
+        self._retry = None
+        return sse

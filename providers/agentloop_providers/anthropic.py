@@ -1,0 +1,413 @@
+"""Anthropic Messages API (``POST /v1/messages``, streamed as SSE).
+
+Text, extended thinking (with signatures, and redacted thinking replayed verbatim), tool use
+with streamed JSON input, usage with cache reads and writes, and prompt-caching breakpoints on
+the system prompt and the last message. Server-tool blocks (web search, tool search, ...) and
+any other block type this library does not model arrive as ``Extension`` blocks and are sent
+back unchanged on the next request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
+
+from agentloop import (
+    AssistantMessage,
+    Done,
+    ErrorEvent,
+    ErrorKind,
+    Extension,
+    ExtensionBlock,
+    Image,
+    StopReason,
+    StreamStart,
+    Text,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    Thinking,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+from ._classify import classify_payload
+from ._convert import assistant_blocks, max_output_tokens, thinking_budget, usage
+from ._http import HttpProvider, ProtocolError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+
+    from ._sse import ServerSentEvent
+
+__all__ = ["AnthropicProvider", "AnthropicStreamParser", "anthropic_payload"]
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP,
+    "pause_turn": StopReason.STOP,
+    "max_tokens": StopReason.LENGTH,
+    "model_context_window_exceeded": StopReason.LENGTH,
+    "tool_use": StopReason.TOOL_USE,
+}
+_CACHE = {"type": "ephemeral"}
+_decode = msgspec.json.decode
+
+# --------------------------------------------------------------------------- request
+
+
+def _image(image: Image) -> dict[str, Any]:
+    if image.url:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
+    source = {"type": "base64", "media_type": image.media_type, "data": image.data or ""}
+    return {"type": "image", "source": source}
+
+
+def _user_content(message: UserMessage) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in message.content:
+        if type(block) is Text:
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif type(block) is Image:
+            out.append(_image(block))
+    return out
+
+
+def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for block in message.content:
+        if type(block) is Text:
+            if block.text:
+                content.append({"type": "text", "text": block.text})
+        elif type(block) is Image:
+            content.append(_image(block))
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    if content:
+        result["content"] = content
+    if message.is_error:
+        result["is_error"] = True
+    return result
+
+
+def _assistant_content(message: AssistantMessage, model: ModelSpec) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in assistant_blocks(message, model, needs_signature=True):
+        if type(block) is Text:
+            out.append({"type": "text", "text": block.text})
+        elif type(block) is Thinking:
+            if block.redacted:
+                out.append({"type": "redacted_thinking", "data": block.data or ""})
+            else:
+                out.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+        elif type(block) is ToolCall:
+            arguments = block.arguments if isinstance(block.arguments, dict) else {}
+            out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
+        elif type(block) is Extension:
+            if isinstance(block.data, dict) and block.data.get("type") == block.type_name:
+                out.append(block.data)
+    return out
+
+
+def anthropic_payload(
+    model: ModelSpec,
+    context: LlmContext,
+    options: StreamOptions,
+    *,
+    prompt_caching: bool = True,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> dict[str, Any]:
+    """The Messages API request body for one call."""
+    messages: list[dict[str, Any]] = []
+    for message in context.messages:
+        if type(message) is AssistantMessage:
+            content = _assistant_content(message, model)
+            role = "assistant"
+        elif type(message) is ToolResultMessage:
+            content, role = [_tool_result(message)], "user"
+        else:
+            assert isinstance(message, UserMessage)
+            content, role = _user_content(message), "user"
+        if not content:
+            continue
+        if messages and messages[-1]["role"] == role:
+            # Tool results of one turn (and text that follows them) share one user message.
+            messages[-1]["content"].extend(content)
+        else:
+            messages.append({"role": role, "content": content})
+    if prompt_caching and messages:
+        last = messages[-1]["content"][-1]
+        if last.get("type") not in ("thinking", "redacted_thinking"):
+            messages[-1]["content"][-1] = {**last, "cache_control": _CACHE}
+
+    max_tokens = max_output_tokens(model, options, default_max_tokens) or default_max_tokens
+    body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
+    if context.system_prompt:
+        system: dict[str, Any] = {"type": "text", "text": context.system_prompt}
+        if prompt_caching:
+            system["cache_control"] = _CACHE
+        body["system"] = [system]
+    if context.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in context.tools
+        ]
+    budget = thinking_budget(model)
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        # The budget counts against max_tokens, which must leave room for the answer.
+        max_tokens = max(max_tokens, budget + 1024)
+    elif options.temperature is not None:
+        body["temperature"] = options.temperature  # not allowed together with thinking
+    body["max_tokens"] = max_tokens
+    if options.session_id:
+        body["metadata"] = {"user_id": options.session_id}
+    return body
+
+
+# --------------------------------------------------------------------------- stream
+
+
+class _Server:
+    """An unmodelled block being streamed: its start object and any streamed input."""
+
+    __slots__ = ("data", "parts")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.parts: list[str] = []
+
+
+class AnthropicStreamParser:
+    """Translates Messages API SSE events into ``AssistantMessageEvent`` values."""
+
+    __slots__ = ("_blocks", "_provider", "_signatures", "_stop", "_usage")
+
+    def __init__(self, provider: str = "anthropic") -> None:
+        self._provider = provider
+        self._blocks: dict[int, str | _Server] = {}  # open blocks: index -> kind
+        self._signatures: dict[int, str] = {}
+        self._stop = StopReason.STOP
+        self._usage: dict[str, int] = {}
+
+    def _usage_now(self) -> Usage:
+        u = self._usage
+        extra = {
+            "thinking_tokens": u.get("thinking_tokens", 0),
+            "web_search_requests": u.get("web_search_requests", 0),
+        }
+        return usage(
+            input=u.get("input_tokens", 0),
+            output=u.get("output_tokens", 0),
+            cache_read=u.get("cache_read_input_tokens", 0),
+            cache_write=u.get("cache_creation_input_tokens", 0),
+            **extra,
+        )
+
+    def _take_usage(self, raw: Mapping[str, Any] | None) -> None:
+        if not raw:
+            return
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
+            value = raw.get(key)
+            if isinstance(value, int):
+                self._usage[key] = value  # message_delta counts are cumulative
+        details = raw.get("output_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("thinking_tokens"), int):
+            self._usage["thinking_tokens"] = details["thinking_tokens"]
+        server = raw.get("server_tool_use")
+        if isinstance(server, dict) and isinstance(server.get("web_search_requests"), int):
+            self._usage["web_search_requests"] = server["web_search_requests"]
+
+    def feed(self, sse: ServerSentEvent) -> list[AssistantMessageEvent]:
+        """Translate one frame (see ``StreamParser.feed``).
+
+        Raises:
+            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+        """
+        data = sse.data
+        if not data:
+            return []
+        event = _decode(data)
+        if not isinstance(event, dict):
+            raise ProtocolError(f"expected a JSON object, got {data[:100]!r}")
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            return self._delta(event)
+        if kind == "content_block_start":
+            return self._start(event)
+        if kind == "content_block_stop":
+            return self._stop_block(event)
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._take_usage(message.get("usage"))
+            return [StreamStart(model_id=message.get("model"))]
+        if kind == "message_delta":
+            reason = (event.get("delta") or {}).get("stop_reason")
+            self._take_usage(event.get("usage"))
+            if reason == "refusal":
+                return [
+                    ErrorEvent(
+                        kind=ErrorKind.CONTENT_FILTERED,
+                        message=f"{self._provider}: the model refused (stop_reason refusal)",
+                        usage=self._usage_now(),
+                    )
+                ]
+            if reason is not None:
+                self._stop = _STOP_REASONS.get(reason, StopReason.STOP)
+            return []
+        if kind == "message_stop":
+            return [Done(stop_reason=self._stop, usage=self._usage_now())]
+        if kind == "error" or sse.event == "error":
+            return [classify_payload(self._provider, event, usage=self._usage_now())]
+        return []  # ping, and event types added after this was written
+
+    def end(self) -> list[AssistantMessageEvent]:
+        """See ``StreamParser.end``."""
+        return []
+
+    def _start(self, event: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index = event["index"]
+        block = event.get("content_block") or {}
+        btype = block.get("type")
+        if btype == "text":
+            self._blocks[index] = "text"
+            out: list[AssistantMessageEvent] = [TextStart(index=index)]
+            if block.get("text"):
+                out.append(TextDelta(index=index, delta=block["text"]))
+            return out
+        if btype == "thinking":
+            self._blocks[index] = "thinking"
+            out = [ThinkingStart(index=index)]
+            if block.get("thinking"):
+                out.append(ThinkingDelta(index=index, delta=block["thinking"]))
+            if block.get("signature"):
+                self._signatures[index] = block["signature"]
+            return out
+        if btype == "redacted_thinking":
+            self._blocks[index] = "thinking"
+            return [ThinkingStart(index=index, redacted=True, data=block.get("data", ""))]
+        if btype == "tool_use":
+            self._blocks[index] = "tool"
+            out = [ToolCallStart(index=index, id=block["id"], name=block["name"])]
+            if block.get("input"):
+                out.append(
+                    ToolCallDelta(index=index, delta=msgspec.json.encode(block["input"]).decode())
+                )
+            return out
+        self._blocks[index] = _Server(block)
+        return []
+
+    def _delta(self, event: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index = event["index"]
+        delta = event.get("delta") or {}
+        dtype = delta.get("type")
+        if dtype == "text_delta":
+            return [TextDelta(index=index, delta=delta["text"])]
+        if dtype == "input_json_delta":
+            part = delta.get("partial_json") or ""
+            open_block = self._blocks.get(index)
+            if isinstance(open_block, _Server):
+                open_block.parts.append(part)
+                return []
+            return [ToolCallDelta(index=index, delta=part)] if part else []
+        if dtype == "thinking_delta":
+            text = delta.get("thinking") or ""
+            return [ThinkingDelta(index=index, delta=text)] if text else []
+        if dtype == "signature_delta":
+            self._signatures[index] = self._signatures.get(index, "") + delta["signature"]
+            return []
+        return []  # citations_delta and future delta types: nothing this library models
+
+    def _stop_block(self, event: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index = event["index"]
+        kind = self._blocks.pop(index, None)
+        if kind == "text":
+            return [TextEnd(index=index)]
+        if kind == "thinking":
+            return [ThinkingEnd(index=index, signature=self._signatures.pop(index, None))]
+        if kind == "tool":
+            return [ToolCallEnd(index=index)]
+        if isinstance(kind, _Server):
+            data = kind.data
+            raw = "".join(kind.parts)
+            if raw.strip():
+                data = {**data, "input": _decode(raw)}
+            return [_extension(index, data)]
+        raise ProtocolError(f"content_block_stop for block {index}, which was never started")
+
+
+def _extension(index: int, data: dict[str, Any]) -> AssistantMessageEvent:
+    return ExtensionBlock(index=index, type_name=str(data.get("type", "unknown")), data=data)
+
+
+class AnthropicProvider(HttpProvider):
+    """``StreamFn`` for the Anthropic Messages API.
+
+    Args:
+        prompt_caching: mark the system prompt and the last message as cache breakpoints.
+        beta: values for the ``anthropic-beta`` header.
+        default_max_tokens: ``max_tokens`` when neither the options nor the model set one.
+        **kwargs: see ``HttpProvider`` (``base_url``, ``api_key``, ``client``, timeouts).
+    """
+
+    provider_name: ClassVar[str] = "anthropic"
+    env_var: ClassVar[str | None] = "ANTHROPIC_API_KEY"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+
+    def __init__(
+        self,
+        *,
+        prompt_caching: bool = True,
+        beta: list[str] | None = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.prompt_caching = prompt_caching
+        self.beta = list(beta or [])
+        self.default_max_tokens = default_max_tokens
+
+    def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def headers(
+        self, api_key: str | None, model: ModelSpec, options: StreamOptions
+    ) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        if self.beta:
+            headers["anthropic-beta"] = ",".join(self.beta)
+        return headers
+
+    def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
+        return anthropic_payload(
+            model,
+            context,
+            options,
+            prompt_caching=self.prompt_caching,
+            default_max_tokens=self.default_max_tokens,
+        )
+
+    def new_parser(self, model: ModelSpec, options: StreamOptions) -> AnthropicStreamParser:
+        return AnthropicStreamParser(self.provider_name)

@@ -1,0 +1,461 @@
+"""Google Gemini ``models/{model}:streamGenerateContent?alt=sse``.
+
+Each SSE event is a whole ``GenerateContentResponse``: candidate 0's ``parts`` (text, thought
+text with ``thought: true``, ``functionCall``), a ``finishReason`` on the last one, and
+``usageMetadata`` (cumulative; thought tokens apart from the candidates' tokens) on every one.
+
+- Text parts run together into one text block, thought parts into one thinking block.
+- Function calls arrive whole, with their arguments as an object, and no id: one is made up.
+  A ``thoughtSignature`` on the call is kept on ``ToolCall.signature``: Gemini 3 rejects the
+  next request unless it comes back on the same part.
+- With streamed function-call arguments (Vertex ``streamFunctionCallArguments``), a call opens
+  with ``{name, willContinue: true}``, then sends ``partialArgs`` (``jsonPath`` and a value, a
+  string in several pieces), and ends with an empty ``functionCall``; the pieces are assembled.
+- ``finishReason``: ``STOP`` ends normally (``tool_use`` when calls were made), ``MAX_TOKENS`` is
+  ``length``, the safety family is ``content_filtered``, anything else an error.
+- HTTP 429 with a ``RetryInfo`` detail is throttling with its ``retryDelay`` as the hint (the
+  shared classification reads it).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import quote
+
+import msgspec
+
+from agentloop import (
+    AssistantMessage,
+    Done,
+    ErrorEvent,
+    ErrorKind,
+    Image,
+    StopReason,
+    StreamStart,
+    Text,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    Thinking,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingLevel,
+    ThinkingStart,
+    ToolCall,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+from ._classify import classify_payload
+from ._convert import (
+    assistant_blocks,
+    max_output_tokens,
+    thinking_budget,
+    tool_result_parts,
+    usage as make_usage,
+)
+from ._http import HttpProvider, ProtocolError
+
+if TYPE_CHECKING:
+    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+
+    from ._sse import ServerSentEvent
+
+__all__ = ["GeminiParser", "GeminiProvider", "gemini_payload"]
+
+_decode = msgspec.json.decode
+_FILTERED = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+# A documented placeholder for calls whose signature was never seen (history made elsewhere).
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_PATH_RE = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]")
+
+
+# --------------------------------------------------------------------------- request
+
+
+def _image(image: Image) -> dict[str, Any]:
+    if image.data is not None:
+        return {"inlineData": {"mimeType": image.media_type, "data": image.data}}
+    return {"fileData": {"mimeType": image.media_type, "fileUri": image.url or ""}}
+
+
+def _model_parts(message: AssistantMessage, model: ModelSpec) -> list[dict[str, Any]]:
+    native = message.provider == model.provider
+    gemini3 = "gemini-3" in model.model_id
+    parts: list[dict[str, Any]] = []
+    for block in assistant_blocks(message, model, needs_signature=True):
+        if type(block) is Text:
+            parts.append({"text": block.text})
+        elif type(block) is Thinking:
+            if not block.redacted:
+                part: dict[str, Any] = {"text": block.thinking, "thought": True}
+                if block.signature:
+                    part["thoughtSignature"] = block.signature
+                parts.append(part)
+        elif type(block) is ToolCall:
+            call: dict[str, Any] = {"name": block.name, "args": block.arguments or {}}
+            gemini_id = (block.meta or {}).get("gemini_id")
+            if gemini_id and native:
+                call["id"] = gemini_id
+            part = {"functionCall": call}
+            if block.signature and native:
+                part["thoughtSignature"] = block.signature
+            elif gemini3:
+                part["thoughtSignature"] = SKIP_SIGNATURE
+            parts.append(part)
+    return parts
+
+
+def _function_response(
+    message: ToolResultMessage, names: dict[str, str], ids: dict[str, str]
+) -> list[dict[str, Any]]:
+    text, images = tool_result_parts(message)
+    name = message.tool_name or names.get(message.tool_call_id, "")
+    result = {"error": text} if message.is_error else {"output": text}
+    response: dict[str, Any] = {"name": name, "response": result}
+    if message.tool_call_id in ids:
+        response["id"] = ids[message.tool_call_id]
+    parts: list[dict[str, Any]] = [{"functionResponse": response}]
+    parts.extend(_image(image) for image in images)
+    return parts
+
+
+def gemini_payload(model: ModelSpec, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
+    """The ``generateContent`` request body for one call."""
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # our call id -> function name
+    ids: dict[str, str] = {}  # our call id -> the id Gemini gave the call (Vertex does)
+
+    def add(role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+
+    for message in context.messages:
+        if type(message) is UserMessage:
+            parts: list[dict[str, Any]] = []
+            for block in message.content:
+                if type(block) is Text:
+                    parts.append({"text": block.text})
+                elif type(block) is Image:
+                    parts.append(_image(block))
+            add("user", parts)
+        elif type(message) is AssistantMessage:
+            for call in message.tool_calls:
+                names[call.id] = call.name
+                gemini_id = (call.meta or {}).get("gemini_id")
+                if gemini_id and message.provider == model.provider:
+                    ids[call.id] = gemini_id
+            add("model", _model_parts(message, model))
+        elif type(message) is ToolResultMessage:
+            add("user", _function_response(message, names, ids))
+
+    body: dict[str, Any] = {"contents": contents}
+    if context.system_prompt:
+        body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
+    if context.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "parametersJsonSchema": t.parameters,
+                    }
+                    for t in context.tools
+                ]
+            }
+        ]
+    config: dict[str, Any] = {}
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    limit = max_output_tokens(model, options, None)
+    if limit is not None:
+        config["maxOutputTokens"] = limit
+    if model.thinking_level is not ThinkingLevel.OFF:
+        thinking: dict[str, Any] = {"includeThoughts": True}
+        if "gemini-3" in model.model_id:
+            low = model.thinking_level in (ThinkingLevel.MINIMAL, ThinkingLevel.LOW)
+            thinking["thinkingLevel"] = "low" if low else "high"
+        else:
+            thinking["thinkingBudget"] = thinking_budget(model)
+        config["thinkingConfig"] = thinking
+    if config:
+        body["generationConfig"] = config
+    extra = options.extra.get("gemini")
+    if isinstance(extra, dict):
+        body.update(extra)
+    return body
+
+
+# --------------------------------------------------------------------------- stream
+
+
+def _set_path(target: dict[str, Any], path: str, value: Any, *, append: bool) -> None:
+    """Set ``value`` at a ``$.a.b[0]`` JSON path (appending to a string being streamed)."""
+    keys: list[str | int] = []
+    for name, number, quoted in _PATH_RE.findall(path.removeprefix("$")):
+        keys.append(int(number) if number else (name or quoted))
+    if not keys:
+        raise ProtocolError(f"gemini: unsupported jsonPath {path!r}")
+    node: Any = target
+    for key, following in zip(keys, keys[1:], strict=False):
+        empty: Any = [] if isinstance(following, int) else {}
+        if isinstance(key, int):
+            while len(node) <= key:
+                node.append(None)
+            if node[key] is None:
+                node[key] = empty
+            node = node[key]
+        else:
+            node = node.setdefault(key, empty)
+    last = keys[-1]
+    if isinstance(last, int):
+        while len(node) <= last:
+            node.append(None)
+        current = node[last]
+    else:
+        current = node.get(last)
+    if append and isinstance(current, str) and isinstance(value, str):
+        value = current + value
+    node[last] = value
+
+
+def _partial_value(arg: dict[str, Any]) -> Any:
+    for key in ("stringValue", "numberValue", "boolValue"):
+        if key in arg:
+            return arg[key]
+    if "nullValue" in arg:
+        return None
+    if "structValue" in arg:
+        return arg["structValue"]
+    if "listValue" in arg:
+        return arg["listValue"]
+    return None
+
+
+class _Call:
+    __slots__ = ("args", "index", "streaming")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.args: dict[str, Any] = {}
+        self.streaming: dict[str, bool] = {}  # jsonPath -> a string value continues
+
+
+class GeminiParser:
+    """Translates ``GenerateContentResponse`` events into ``AssistantMessageEvent`` values."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._open: tuple[str, int] | None = None  # the text or thinking block being written
+        self._signature: str | None = None  # of the open thinking block
+        self._call: _Call | None = None  # a call whose arguments are still streaming
+        self._calls = 0
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+        self._started = False
+
+    def feed(self, sse: ServerSentEvent) -> list[AssistantMessageEvent]:
+        if not sse.data:
+            return []
+        chunk = _decode(sse.data)
+        if isinstance(chunk, list) and len(chunk) == 1:
+            chunk = chunk[0]
+        if not isinstance(chunk, dict):
+            raise ProtocolError(f"gemini: expected a JSON object, got {sse.data[:100]!r}")
+        out: list[AssistantMessageEvent] = []
+        if not self._started:
+            self._started = True
+            out.append(StreamStart(model_id=chunk.get("modelVersion")))
+        if isinstance(chunk.get("usageMetadata"), dict):
+            self._usage = _usage(chunk["usageMetadata"]) or self._usage
+        if chunk.get("error"):
+            return [*out, *self._close_text(), classify_payload("gemini", chunk, usage=self._usage)]
+        blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            return [
+                *out,
+                ErrorEvent(
+                    kind=ErrorKind.CONTENT_FILTERED,
+                    message=f"gemini: the prompt was blocked ({blocked})",
+                    usage=self._usage,
+                ),
+            ]
+        candidates = chunk.get("candidates") or ()
+        if not candidates:
+            return out
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            out.extend(self._part(part))
+        if candidate.get("finishReason"):
+            self._finish = candidate["finishReason"]
+        return out
+
+    def end(self) -> list[AssistantMessageEvent]:
+        if self._finish is None:
+            return []
+        out = self._close_text()
+        if self._call is not None:
+            out.extend(self._end_call())
+        reason = self._finish
+        use = self._usage or make_usage()
+        if reason in ("STOP", "FINISH_REASON_UNSPECIFIED"):
+            stop = StopReason.TOOL_USE if self._calls else StopReason.STOP
+            out.append(Done(stop_reason=stop, usage=use))
+        elif reason == "MAX_TOKENS":
+            out.append(Done(stop_reason=StopReason.LENGTH, usage=use))
+        elif reason in _FILTERED:
+            out.append(
+                ErrorEvent(
+                    kind=ErrorKind.CONTENT_FILTERED,
+                    message=f"gemini: the response was blocked ({reason})",
+                    usage=use,
+                )
+            )
+        else:
+            out.append(
+                ErrorEvent(
+                    kind=ErrorKind.OTHER,
+                    message=f"gemini: generation stopped ({reason})",
+                    usage=use,
+                )
+            )
+        return out
+
+    # ---------------------------------------------------------------- parts
+
+    def _new_index(self) -> int:
+        index = self._next
+        self._next += 1
+        return index
+
+    def _close_text(self) -> list[AssistantMessageEvent]:
+        if self._open is None:
+            return []
+        kind, index = self._open
+        self._open = None
+        if kind == "text":
+            return [TextEnd(index=index)]
+        signature, self._signature = self._signature, None
+        return [ThinkingEnd(index=index, signature=signature)]
+
+    def _part(self, part: dict[str, Any]) -> list[AssistantMessageEvent]:
+        if "functionCall" in part:
+            return self._function_call(part)
+        text = part.get("text")
+        if text is None:
+            return []  # inline data, executable code and other parts are not modelled here
+        kind = "thinking" if part.get("thought") else "text"
+        out: list[AssistantMessageEvent] = []
+        if self._call is not None:
+            out.extend(self._end_call())
+        if self._open is None or self._open[0] != kind:
+            if not text and not part.get("thoughtSignature"):
+                return out  # an empty part (the final chunk often has one) starts nothing
+            out.extend(self._close_text())
+            index = self._new_index()
+            self._open = (kind, index)
+            out.append(TextStart(index=index) if kind == "text" else ThinkingStart(index=index))
+        index = self._open[1]
+        if kind == "thinking" and part.get("thoughtSignature"):
+            self._signature = part["thoughtSignature"]
+        if text:
+            out.append(
+                TextDelta(index=index, delta=text)
+                if kind == "text"
+                else ThinkingDelta(index=index, delta=text)
+            )
+        return out
+
+    def _function_call(self, part: dict[str, Any]) -> list[AssistantMessageEvent]:
+        call = part["functionCall"] or {}
+        out = self._close_text()
+        name = call.get("name")
+        if self._call is not None:
+            if name:
+                out.extend(self._end_call())  # a new call begins: the open one is complete
+            else:
+                for arg in call.get("partialArgs") or ():
+                    path = arg.get("jsonPath", "")
+                    _set_path(
+                        self._call.args,
+                        path,
+                        _partial_value(arg),
+                        append=self._call.streaming.get(path, False),
+                    )
+                    self._call.streaming[path] = bool(arg.get("willContinue"))
+                if not call.get("willContinue"):
+                    out.extend(self._end_call())
+                return out
+        if not name:
+            return out  # a stray terminator
+        index = self._new_index()
+        self._calls += 1
+        call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
+        signature = part.get("thoughtSignature")
+        meta = {"gemini_id": call["id"]} if call.get("id") else None
+        out.append(
+            ToolCallStart(index=index, id=call_id, name=name, signature=signature, meta=meta)
+        )
+        if call.get("willContinue"):
+            self._call = _Call(index)
+            for arg in call.get("partialArgs") or ():
+                _set_path(
+                    self._call.args, arg.get("jsonPath", ""), _partial_value(arg), append=False
+                )
+            return out
+        out.append(ToolCallEnd(index=index, arguments=call.get("args") or {}))
+        return out
+
+    def _end_call(self) -> list[AssistantMessageEvent]:
+        call, self._call = self._call, None
+        assert call is not None
+        return [ToolCallEnd(index=call.index, arguments=call.args)]
+
+
+def _usage(raw: dict[str, Any]) -> Usage | None:
+    if "promptTokenCount" not in raw and "candidatesTokenCount" not in raw:
+        return None
+    prompt = raw.get("promptTokenCount") or 0
+    cached = raw.get("cachedContentTokenCount") or 0
+    thoughts = raw.get("thoughtsTokenCount") or 0
+    tool_prompt = raw.get("toolUsePromptTokenCount") or 0
+    return make_usage(
+        input=max(0, prompt - cached) + tool_prompt,
+        output=(raw.get("candidatesTokenCount") or 0) + thoughts,
+        cache_read=cached,
+        reasoning_tokens=thoughts,
+    )
+
+
+class GeminiProvider(HttpProvider):
+    """``StreamFn`` for the Gemini API (``GEMINI_API_KEY``, sent as ``x-goog-api-key``)."""
+
+    provider_name: ClassVar[str] = "gemini"
+    env_var: ClassVar[str | None] = "GEMINI_API_KEY"
+    default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com/v1beta"
+
+    def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
+        name = quote(model.model_id.removeprefix("models/"), safe="")
+        return f"{self.base_url}/models/{name}:streamGenerateContent?alt=sse"
+
+    def headers(
+        self, api_key: str | None, model: ModelSpec, options: StreamOptions
+    ) -> dict[str, str]:
+        return {"x-goog-api-key": api_key} if api_key else {}
+
+    def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
+        return gemini_payload(model, context, options)
+
+    def new_parser(self, model: ModelSpec, options: StreamOptions) -> GeminiParser:
+        return GeminiParser()
