@@ -9,6 +9,8 @@ instances of the real types.
 
 from __future__ import annotations
 
+import itertools
+import sys
 import types
 import typing
 from typing import Any, TypeVar, cast
@@ -23,6 +25,9 @@ T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 _mirrors: dict[type[Any], type[Any]] = {}  # mirror type -> real type
+_namespace = types.ModuleType(f"{__name__}_mirrors")  # where mirrors find each other by name
+sys.modules[_namespace.__name__] = _namespace
+_names = itertools.count(1)
 _cache: dict[tuple[Any, tuple[type[Any], ...]], tuple[Any, msgspec.json.Decoder[Any]]] = {}
 
 
@@ -45,12 +50,19 @@ def _involves_custom(tp: Any, seen: set[Any]) -> bool:
 
 def _map(tp: Any, customs: tuple[type[Any], ...], memo: dict[Any, Any]) -> Any:
     if tp is CustomMessage:
-        return typing.Union[customs] if customs else None  # noqa: UP007
+        if not customs:
+            return None
+        # Custom messages may hold messages themselves, custom ones included: map them too.
+        return typing.Union[tuple(_map(c, customs, memo) for c in customs)]  # noqa: UP007
     if tp in memo:
         return memo[tp]
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         if not _involves_custom(tp, set()):
             return tp
+        # A type that contains itself refers to its mirror by name until the mirror exists;
+        # msgspec resolves the name in the mirrors' module when it builds the decoder.
+        name = f"{tp.__name__}_{next(_names)}"
+        memo[tp] = typing.ForwardRef(name)
         hints = typing.get_type_hints(tp)
         config = tp.__struct_config__
         fields: list[Any] = []
@@ -71,7 +83,9 @@ def _map(tp: Any, customs: tuple[type[Any], ...], memo: dict[Any, Any]) -> Any:
             tag_field=config.tag_field,
             kw_only=True,
             omit_defaults=config.omit_defaults,
+            module=_namespace.__name__,
         )
+        setattr(_namespace, name, mirror)
         _mirrors[mirror] = tp
         memo[tp] = mirror
         return mirror

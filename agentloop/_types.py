@@ -293,6 +293,17 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     __str__ = __repr__
 
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
+        # msgspec's own __rich_repr__ (used by rich and friends) would show the key.
+        return [
+            ("temperature", self.temperature),
+            ("max_tokens", self.max_tokens),
+            ("session_id", self.session_id),
+            ("transport", self.transport),
+            ("api_key", None if self.api_key is None else "***"),
+            ("extra", self.extra),
+        ]
+
 
 # --------------------------------------------------------------------------- messages
 
@@ -366,8 +377,9 @@ LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 class CustomMessage(_Message, frozen=True, tag=True):
     """Base class for application messages the model does not see directly.
 
-    Subclass it (``class Note(CustomMessage, tag="note"): text: str``); subclasses register
-    themselves so they round-trip through JSON by their tag (see ``agentloop.decode``).
+    Subclass it (``class Note(CustomMessage, frozen=True, tag="note"): text: str``; type
+    checkers want ``frozen=True`` repeated); subclasses register themselves so they round-trip
+    through JSON by their tag (see ``agentloop.decode``).
     ``convert_to_llm`` decides whether and how the model sees one; by default it does not.
     """
 

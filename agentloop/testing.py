@@ -37,6 +37,7 @@ from ._stream import (
 )
 from ._types import (
     AssistantMessage,
+    Cost,
     ErrorKind,
     Extension,
     LlmContext,
@@ -70,6 +71,7 @@ ScriptItem: TypeAlias = (
 )
 
 _encode = msgspec.json.encode
+_NO_COST = Cost()
 
 
 def reply_text(text: str, *, usage: Usage | None = None) -> AssistantMessage:
@@ -161,7 +163,9 @@ def events_for(message: AssistantMessage, *, chunk_size: int = 8) -> list[Assist
             )
         )
     else:
-        events.append(Done(stop_reason=message.stop_reason, usage=message.usage, cost=None))
+        # A zero cost means "not reported", so that the model's pricing can fill it in.
+        cost = None if message.cost == _NO_COST else message.cost
+        events.append(Done(stop_reason=message.stop_reason, usage=message.usage, cost=cost))
     return events
 
 
