@@ -7,6 +7,7 @@ blocking) goes through the same run, so they behave the same way.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import threading
@@ -76,14 +77,20 @@ PLAN_MODE_INSTRUCTION = (
 )
 
 
-def _ensure_no_event_loop(what: str) -> None:
+# The agents whose run the current task belongs to (a tool, a subscriber, the loop itself).
+_inside_runs: contextvars.ContextVar[tuple[Agent, ...]] = contextvars.ContextVar(
+    "agentloop_inside_runs", default=()
+)
+
+
+def _ensure_no_event_loop(what: str, async_form: str) -> None:
     try:
         anyio.get_current_task()
     except Exception:
         return
     raise RuntimeError(
         f"{what}() cannot be called from inside a running event loop; "
-        f"use the async form (await agent.{what.removesuffix('_sync')}(...)) instead"
+        f"use the async form (await agent.{async_form}(...)) instead"
     )
 
 
@@ -100,25 +107,46 @@ class _PauseAtTurnEnd:
 
 
 class _AgentStream(EventStream):
-    """The event stream of an agent run; it releases the agent when the run ends."""
+    """The event stream of an agent run; it releases the agent when the run ends.
 
-    def __init__(self, agent: Agent, prompts: Sequence[AgentMessage]) -> None:
+    The run is built on entering, once the agent is claimed: the prompts (for a continue, the
+    queued messages it takes) and the history are read only by the run that will use them, so
+    a stream refused with ``AlreadyRunning`` consumes nothing.
+    """
+
+    def __init__(self, agent: Agent, prompts: Callable[[], Sequence[AgentMessage]]) -> None:
         self._agent = agent
-        self._claimed = False
-        scope = anyio.CancelScope()
-        context, config = agent._loop_input()
-        super().__init__(prompts, context, config, on_event=agent._dispatch, cancel_scope=scope)
-        self._scope = scope
+        self._make_prompts = prompts
+        self._entered = False
+        self._result: AgentResult | None = None
+        self._inside: contextvars.Token[tuple[Agent, ...]] | None = None
 
     async def __aenter__(self) -> Self:
-        self._agent._claim(self._scope, self.run)
-        self._claimed = True
+        if self._entered:
+            raise RuntimeError("an EventStream can be entered only once")
+        self._entered = True
+        agent = self._agent
+        scope = anyio.CancelScope()
+        agent._claim(scope, None)
         try:
+            prompts = self._make_prompts()
+            context, config = agent._loop_input()
+            super().__init__(prompts, context, config, on_event=agent._dispatch, cancel_scope=scope)
+            agent._run = self.run
+            # The run's task copies the context it is started in, and the body of the
+            # ``async with`` consumes the run's events: both count as inside the run.
+            self._inside = _inside_runs.set((*_inside_runs.get(), agent))
             await super().__aenter__()
         except BaseException:
-            self._agent._release(None)
+            self._leave()
+            agent._release(None)
             raise
         return self
+
+    def _leave(self) -> None:
+        token, self._inside = self._inside, None
+        if token is not None:
+            _inside_runs.reset(token)
 
     async def __aexit__(
         self,
@@ -129,7 +157,10 @@ class _AgentStream(EventStream):
         try:
             return await super().__aexit__(exc_type, exc, tb)
         finally:
-            self._agent._release(self._result)
+            self._leave()
+            # Left early, the run was cancelled: what it committed still counts.
+            result = self._result if self._result is not None else self.run.result()
+            self._agent._release(result)
 
 
 class Agent:
@@ -151,7 +182,8 @@ class Agent:
         pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies,
         approval: see ``agentloop._policy``.
         tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
-        on_message: called with every message committed to the history (e.g. to persist it).
+        on_message: called with every message committed to the history (e.g. to persist it);
+            one that raises is logged and the run goes on.
     """
 
     def __init__(
@@ -338,9 +370,12 @@ class Agent:
             return [queue.popleft()]
 
     async def _poll_steering(self) -> list[AgentMessage]:
+        # A run being cancelled must not take a message it will never send.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         return self._take(self._steering, self.steering_mode)
 
     async def _poll_follow_up(self) -> list[AgentMessage]:
+        await anyio.lowlevel.checkpoint_if_cancelled()
         return self._take(self._follow_up, self.follow_up_mode)
 
     # ---------------------------------------------------------------- observation
@@ -372,7 +407,11 @@ class Agent:
                 if type(message) is AssistantMessage and message.error_message:
                     self.last_error = message.error_message
                 if self.on_message is not None:
-                    self.on_message(message)
+                    try:
+                        self.on_message(message)
+                    except Exception:
+                        # The loop's events must not fail half-dispatched; the hook stays.
+                        log.exception("on_message hook %r raised", self.on_message)
             elif cls is ToolExecutionStart:
                 assert isinstance(event, ToolExecutionStart)
                 self.running_tool_calls.add(event.call_id)
@@ -423,7 +462,7 @@ class Agent:
         context = AgentContext(system_prompt=system_prompt, messages=self._messages, tools=tools)
         return context, config
 
-    def _claim(self, scope: anyio.CancelScope, run: _Run) -> None:
+    def _claim(self, scope: anyio.CancelScope, run: _Run | None) -> None:
         # Check-and-set with no await in between, under the lock: two callers (tasks or
         # threads) can never both start.
         with self._lock:
@@ -458,10 +497,12 @@ class Agent:
         run = _Run(context, config, self._dispatch, cancel_scope=scope)
         self._claim(scope, run)
         result: AgentResult | None = None
+        token = _inside_runs.set((*_inside_runs.get(), self))
         try:
             result = await run.run(prompts)
             return result
         finally:
+            _inside_runs.reset(token)
             self._release(result if result is not None else run.result())
 
     @staticmethod
@@ -474,6 +515,14 @@ class Agent:
             return list(input)
         assert not isinstance(input, Sequence)
         return [input]
+
+    def _check_continue(self) -> None:
+        if not self._messages:
+            raise NoMessages("cannot continue: the history is empty")
+        if isinstance(self._messages[-1], AssistantMessage) and not self.has_queued_messages():
+            raise InvalidContinue(
+                "cannot continue: the last message is the assistant's and nothing is queued"
+            )
 
     def _continue_prompts(self) -> list[AgentMessage]:
         if not self._messages:
@@ -495,7 +544,8 @@ class Agent:
         Raises:
             AlreadyRunning: on entering, if a run is active.
         """
-        return _AgentStream(self, self._prompts(input, images))
+        prompts = self._prompts(input, images)
+        return _AgentStream(self, lambda: prompts)
 
     async def prompt(
         self,
@@ -523,16 +573,18 @@ class Agent:
             RuntimeError: called from inside a running event loop (use ``await prompt()``).
             AlreadyRunning: a run is active.
         """
-        _ensure_no_event_loop("prompt_sync")
+        _ensure_no_event_loop("prompt_sync", "prompt")
         return anyio.run(functools.partial(self.prompt, input, images=images), backend=backend)
 
     def continue_stream(self) -> EventStream:
         """Continue from the history, as an event stream (see ``continue_``).
 
         Raises:
-            NoMessages, InvalidContinue: as ``continue_``.
+            NoMessages, InvalidContinue: as ``continue_`` (checked again on entering).
+            AlreadyRunning: on entering, if a run is active (no queued message is taken).
         """
-        return _AgentStream(self, self._continue_prompts())
+        self._check_continue()
+        return _AgentStream(self, self._continue_prompts)
 
     async def continue_(self) -> AgentResult:
         """Continue from the history: after a tool result, a user message, or queued messages.
@@ -553,7 +605,7 @@ class Agent:
             RuntimeError: called from inside a running event loop.
             NoMessages, InvalidContinue, AlreadyRunning: as ``continue_``.
         """
-        _ensure_no_event_loop("continue_sync")
+        _ensure_no_event_loop("continue_sync", "continue_")
         return anyio.run(self.continue_, backend=backend)
 
     # ---------------------------------------------------------------- control
@@ -606,6 +658,7 @@ class Agent:
 
         Raises:
             StructuredOutputFailed: still invalid (or never given) after the retries.
+            Aborted: the run was aborted first.
             AlreadyRunning: a run is active.
         """
         from ._structured import run_structured
@@ -627,9 +680,9 @@ class Agent:
 
         Raises:
             RuntimeError: called from inside a running event loop.
-            StructuredOutputFailed, AlreadyRunning: as ``structured``.
+            StructuredOutputFailed, Aborted, AlreadyRunning: as ``structured``.
         """
-        _ensure_no_event_loop("structured_sync")
+        _ensure_no_event_loop("structured_sync", "structured")
         call = functools.partial(
             self.structured, prompt, output, max_retries=max_retries, tool_name=tool_name
         )
@@ -652,11 +705,33 @@ class Agent:
         )
 
     async def pause(self) -> Checkpoint:
-        """Stop the running run at the end of its current turn and return a checkpoint."""
-        if self._running:
-            self._pause_requested = True
+        """Stop the running run at the end of its current turn and return a checkpoint.
+
+        Await it from outside the run (another task). From inside it (a tool, a hook) use
+        ``request_pause()`` and take ``checkpoint()`` once the run has ended.
+
+        Raises:
+            RuntimeError: awaited from inside the run it would wait for.
+        """
+        if self in _inside_runs.get():
+            raise RuntimeError(
+                "pause() cannot be awaited from inside the agent's own run (it would wait for "
+                "itself); call agent.request_pause() and take agent.checkpoint() after the run"
+            )
+        if self.request_pause():
             await self.wait_idle()
         return self.checkpoint()
+
+    def request_pause(self) -> bool:
+        """Ask the running run to stop at the end of its current turn; returns whether one runs.
+
+        Synchronous, so tools, subscribers and policies can call it. The run ends with
+        ``stopped_by`` set; ``checkpoint()`` then captures a state ``continue_`` resumes from.
+        """
+        if not self._running:
+            return False
+        self._pause_requested = True
+        return True
 
     @classmethod
     def restore(

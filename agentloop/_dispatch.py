@@ -368,6 +368,7 @@ class Batch:
             return
         if self.interrupted:
             return
+        await anyio.lowlevel.checkpoint_if_cancelled()
         messages = list(await poll())
         if not messages:
             return

@@ -244,6 +244,10 @@ class _Run:
             self.turn_message = message
         results: list[ToolResultMessage] = []
         batch, self.batch = self.batch, None
+        if batch is not None and batch.steering:
+            # Steering taken from the queue by this batch is committed, never dropped.
+            self.pending.extend(batch.steering)
+            batch.steering = None
         if batch is not None:
             batch.resolve_unfinished(note if reason is not TurnEndReason.ABORTED else _ABORTED)
             results = batch.results()
@@ -358,7 +362,9 @@ class _Run:
             self.turn += 1
             if self.ended:
                 return
-            if poll is not None:
+            if poll is not None and not self.pending:
+                # Only when the turn brought no messages of its own: a batch interrupted by
+                # steering already took what the queue's mode allows for this turn.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 steering = list(await poll())
                 if steering:

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._errors import StructuredOutputFailed
+from ._errors import Aborted, StructuredOutputFailed
 from ._events import AgentToolResult
 from ._policy import CONTINUE, Inject, PolicyContext, PolicyVerdict, Stop
 from ._tools import OnUpdate, ToolArgumentError, validator_for
-from ._types import UserMessage
+from ._types import StopReason, UserMessage
 
 if TYPE_CHECKING:
     from ._agent import Agent, AgentInput
@@ -158,5 +158,7 @@ async def run_structured(
             agent.remove_tool(tool_name)
     if tool.value is not _UNSET:
         return tool.value
+    if result.stop_reason is StopReason.ABORTED:
+        raise Aborted("the run was aborted before the structured output arrived")
     last_error = result.error or tool.last_error
     raise StructuredOutputFailed(max(tool.attempts, 1), last_error)
