@@ -24,6 +24,7 @@ from ._config import AgentLoopConfig, default_convert_to_llm
 from ._entry import EventStream
 from ._errors import AlreadyRunning, InvalidContinue, NoMessages
 from ._events import (
+    ContextCompacted,
     MessageEnd,
     MessageUpdate,
     ToolExecutionEnd,
@@ -47,9 +48,11 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
     from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
+    from ._context import Compaction
     from ._events import AgentEvent
     from ._policy import (
         ApprovalCallback,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
         PreTurnPolicy,
     )
     from ._retry import RetryStrategy
+    from ._sessions import SessionRecorder, SessionStore
     from ._stream import StreamFn
     from ._tools import AgentTool
 
@@ -120,6 +124,7 @@ class _AgentStream(EventStream):
         self._entered = False
         self._result: AgentResult | None = None
         self._inside: contextvars.Token[tuple[Agent, ...]] | None = None
+        self._recording: AbstractAsyncContextManager[SessionRecorder] | None = None
 
     async def __aenter__(self) -> Self:
         if self._entered:
@@ -136,12 +141,22 @@ class _AgentStream(EventStream):
             # The run's task copies the context it is started in, and the body of the
             # ``async with`` consumes the run's events: both count as inside the run.
             self._inside = _inside_runs.set((*_inside_runs.get(), agent))
+            if agent.session is not None:
+                # The recorder's drain task lives just outside the run's task group.
+                self._recording = agent.session.running()
+                await self._recording.__aenter__()
             await super().__aenter__()
         except BaseException:
+            await self._stop_recording()
             self._leave()
             agent._release(None)
             raise
         return self
+
+    async def _stop_recording(self) -> None:
+        recording, self._recording = self._recording, None
+        if recording is not None:
+            await recording.__aexit__(None, None, None)
 
     def _leave(self) -> None:
         token, self._inside = self._inside, None
@@ -155,7 +170,10 @@ class _AgentStream(EventStream):
         tb: TracebackType | None,
     ) -> bool | None:
         try:
-            return await super().__aexit__(exc_type, exc, tb)
+            try:
+                return await super().__aexit__(exc_type, exc, tb)
+            finally:
+                await self._stop_recording()
         finally:
             self._leave()
             # Left early, the run was cancelled: what it committed still counts.
@@ -182,6 +200,8 @@ class Agent:
         pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies,
         approval: see ``agentloop._policy``.
         tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
+        session: a ``SessionRecorder``: every committed message is appended to its store as
+            the run goes (see ``Agent.resume``).
         on_message: called with every message committed to the history (e.g. to persist it);
             one that raises is logged and the run goes on.
     """
@@ -211,6 +231,7 @@ class Agent:
         max_concurrent_tools: int | None = None,
         tool_timeout: float | None = None,
         on_message: Callable[[AgentMessage], object] | None = None,
+        session: SessionRecorder | None = None,
     ) -> None:
         self.stream_fn = stream_fn
         self.stream_options = stream_options or StreamOptions()
@@ -230,6 +251,7 @@ class Agent:
         self.max_concurrent_tools = max_concurrent_tools
         self.tool_timeout = tool_timeout
         self.on_message = on_message
+        self.session = session
         self._initial = (system_prompt, model, tuple(tools), tuple(messages))
         self._lock = threading.Lock()
         self._subscribers: dict[int, Subscriber] = {}
@@ -406,6 +428,8 @@ class Agent:
                 self._messages.append(message)
                 if type(message) is AssistantMessage and message.error_message:
                     self.last_error = message.error_message
+                if self.session is not None:
+                    self.session.record(message)
                 if self.on_message is not None:
                     try:
                         self.on_message(message)
@@ -499,7 +523,11 @@ class Agent:
         result: AgentResult | None = None
         token = _inside_runs.set((*_inside_runs.get(), self))
         try:
-            result = await run.run(prompts)
+            if self.session is None:
+                result = await run.run(prompts)
+            else:
+                async with self.session.running():
+                    result = await run.run(prompts)
             return result
         finally:
             _inside_runs.reset(token)
@@ -687,6 +715,70 @@ class Agent:
             self.structured, prompt, output, max_retries=max_retries, tool_name=tool_name
         )
         return anyio.run(call, backend=backend)
+
+    # ---------------------------------------------------------------- context and sessions
+
+    def compact(self, *, max_tokens: int | None = None) -> Compaction:
+        """Shrink the history once with the sliding window and keep the result.
+
+        Keeps the first user message, never splits a tool call from its results, and tells the
+        subscribers with a ``ContextCompacted`` event. By default the budget comes from the
+        model's context window (see ``SlidingWindow``).
+
+        Raises:
+            AlreadyRunning: a run is active.
+        """
+        from ._context import compact_messages
+
+        if self._running:
+            raise AlreadyRunning("cannot compact the history of a running agent")
+        done = compact_messages(
+            self._messages,
+            max_tokens=max_tokens,
+            model=self.model,
+            system_prompt=self.system_prompt,
+        )
+        if done.dropped:
+            self._messages = list(done.messages)
+            self._dispatch(
+                ContextCompacted(
+                    report=(
+                        f"dropped {done.dropped} messages "
+                        f"({done.tokens_before} -> {done.tokens_after} estimated tokens)"
+                    ),
+                    dropped=done.dropped,
+                )
+            )
+        return done
+
+    @classmethod
+    async def resume(
+        cls,
+        store: SessionStore,
+        session_id: str,
+        *,
+        model: ModelSpec,
+        stream_fn: StreamFn,
+        **options: Any,
+    ) -> Agent:
+        """An agent continuing a stored session, recording into it from then on.
+
+        The stored history is repaired on load: a tool call the previous process never
+        answered (it was killed mid-run) gets an error result, so the history is well paired.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        from ._sessions import SessionRecorder, resume
+
+        messages = await resume(store, session_id)
+        return cls(
+            model=model,
+            stream_fn=stream_fn,
+            messages=messages,
+            session=SessionRecorder(store, session_id),
+            **options,
+        )
 
     # ---------------------------------------------------------------- checkpoints
 
