@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import pytest
 
 import agentloop as al
+
+if TYPE_CHECKING:
+    import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

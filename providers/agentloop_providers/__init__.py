@@ -33,6 +33,17 @@ if TYPE_CHECKING:
     )
     from ._http import HttpProvider as HttpProvider, ProtocolError as ProtocolError
     from ._ndjson import NDJSONDecoder as NDJSONDecoder
+    from ._presets import (
+        ModelInfo as ModelInfo,
+        ProviderPreset as ProviderPreset,
+        UnknownPreset as UnknownPreset,
+        create_provider as create_provider,
+        get_preset as get_preset,
+        model_info as model_info,
+        model_spec as model_spec,
+        presets as presets,
+    )
+    from ._sigv4 import AwsCredentials as AwsCredentials
     from ._sse import ServerSentEvent as ServerSentEvent, SSEDecoder as SSEDecoder
     from .anthropic import AnthropicProvider as AnthropicProvider
     from .azure import (
@@ -58,25 +69,34 @@ if TYPE_CHECKING:
 __all__ = [
     "OVERFLOW_WORDINGS",
     "AnthropicProvider",
+    "AwsCredentials",
     "AzureChatProvider",
     "AzureResponsesProvider",
     "BedrockProvider",
     "GeminiProvider",
     "HttpProvider",
     "MistralProvider",
+    "ModelInfo",
     "NDJSONDecoder",
     "OllamaProvider",
     "OpenAIChatCompat",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "ProtocolError",
+    "ProviderPreset",
     "ProxyApp",
     "ProxyProvider",
     "SSEDecoder",
     "ServerSentEvent",
+    "UnknownPreset",
     "XaiChatProvider",
     "XaiResponsesProvider",
+    "create_provider",
+    "get_preset",
     "is_context_overflow",
+    "model_info",
+    "model_spec",
+    "presets",
 ]
 
 _WHERE: dict[str, str] = {
@@ -101,6 +121,15 @@ _WHERE: dict[str, str] = {
     "OpenAIResponsesProvider": ".openai_responses",
     "XaiChatProvider": ".xai",
     "XaiResponsesProvider": ".xai",
+    "ModelInfo": "._presets",
+    "ProviderPreset": "._presets",
+    "UnknownPreset": "._presets",
+    "create_provider": "._presets",
+    "get_preset": "._presets",
+    "model_info": "._presets",
+    "model_spec": "._presets",
+    "presets": "._presets",
+    "AwsCredentials": "._sigv4",
 }
 
 

@@ -3,9 +3,11 @@
 Follows the WHATWG "event stream interpretation" rules: lines end in CRLF, LF or CR (a CR at
 the end of one chunk and an LF at the start of the next are one line ending); a line starting
 with ``:`` is a comment (keep-alive); ``field: value`` loses one leading space from the value;
-``data`` lines join with ``\\n``; a blank line dispatches the event, unless no data arrived; an
-event cut off by the end of the stream is discarded. Application-level sentinels such as
-OpenAI's ``[DONE]`` are the adapters' business, not the parser's.
+``data`` lines join with ``\\n``; a blank line dispatches the event, unless no data arrived.
+One deliberate difference: the spec discards an event the stream ends before its blank line;
+``close()`` dispatches it (recordings and some servers end that way, and the event is usually
+the terminal one). Application-level sentinels such as OpenAI's ``[DONE]`` are the adapters'
+business, not the parser's.
 
 The parser works on bytes and decodes UTF-8 once per event: it never has to care about a
 multi-byte character split between two network reads, because line endings are ASCII.

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from agentloop import ErrorKind
 from agentloop_providers._classify import (
@@ -247,3 +248,33 @@ def test_error_info_shapes() -> None:
     assert error_info({"detail": "nope"}).message == "nope"
     assert error_info(b"not json").message == "not json"
     assert error_info({"weird": 1}).message == '{"weird":1}'
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["error", "message", "type", "code", "status", "detail", "retryDelay", "x"]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(deadline=None)
+@given(status=st.integers(100, 599), body=_json, raw=st.binary(max_size=40))
+def test_any_error_body_classifies_without_raising(status: int, body: Any, raw: bytes) -> None:
+    for payload in (httpx.Response(200, json=body).content, raw):
+        event = classify_response("p", status, httpx.Headers(), payload)
+        assert isinstance(event.kind, ErrorKind)
+        assert event.message.startswith(f"p HTTP {status}")
+    assert isinstance(classify_payload("p", body).kind, ErrorKind)

@@ -9,10 +9,12 @@ buffering.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from agentloop import (
     Accumulator,
@@ -26,6 +28,9 @@ from agentloop import (
 from ._fixtures import CASES, FIXTURES, Case, check
 from ._loopback import Reply, serve
 from ._util import collect, opened
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 pytestmark = pytest.mark.anyio
 
@@ -120,3 +125,32 @@ async def test_replay_over_loopback_in_small_chunks(case: Case) -> None:
     assert sent_at_first_event is not None
     if gate is not None:
         assert sent_at_first_event <= gate < len(case.body)
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+@settings(deadline=None, max_examples=60)
+@given(case=st.sampled_from([c for c in CASES if c.status == 200]), data=st.data())
+async def test_any_chunking_of_any_fixture_gives_the_same_message(
+    case: Case, data: st.DataObject
+) -> None:
+    body = case.body
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=25)))
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True) if b > a]
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, stream=_Chunks(pieces), headers={"content-type": case.content_type}
+        )
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
+        provider = case.provider(client=client, api_key="test-key")
+        _, message = await collect(provider, _model(case), CONTEXT, StreamOptions())
+    check(case, message)
