@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 
 from ._checkpoint import Checkpoint
@@ -650,6 +649,8 @@ class Agent:
         """``abort()`` from a thread other than the event loop's."""
         token = self._token
         if token is not None:
+            import anyio.from_thread  # only needed here; it is slow to import
+
             anyio.from_thread.run_sync(self.abort, token=token)
 
     async def wait_idle(self) -> None:
