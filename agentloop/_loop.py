@@ -261,6 +261,7 @@ class _Run:
                     results.append(result)
                     self.commit(result)
         self.emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=self.turn))
+        self.turn += 1
 
     def flush_pending(self, reason: TurnEndReason) -> None:
         """Commit messages taken from the queues that no turn will send, in a turn of their own.

@@ -89,6 +89,7 @@ async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
     attempt = 0
     while True:
         attempt += 1
+        await anyio.lowlevel.checkpoint_if_cancelled()
         options = config.stream_options
         if config.get_api_key is not None:
             key = await config.get_api_key(model.provider)
@@ -225,6 +226,8 @@ async def _turn_body(run: _Run) -> bool:
                 system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
             )
     model = config.model
+    # The last point before a request leaves: an abort that came in meanwhile sends nothing.
+    await anyio.lowlevel.checkpoint_if_cancelled()
     run.answer_open = True
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
     message = await _stream(run, request)
