@@ -186,7 +186,11 @@ class StreamFn(Protocol):
 # --------------------------------------------------------------------------- accumulator
 
 _TEXT, _THINKING, _TOOL, _EXT = 0, 1, 2, 3
+_DELTA_KIND: dict[type, int] = {TextDelta: _TEXT, ToolCallDelta: _TOOL, ThinkingDelta: _THINKING}
 _json_decode = msgspec.json.decode
+# Shared by every accumulator: both are frozen, and most answers report no cost of their own.
+_NO_USAGE = Usage()
+_NO_COST = Cost()
 
 
 class _Slot:
@@ -233,7 +237,7 @@ class Accumulator:
         self.model_id = model.model_id if model is not None else ""
         self.done = False
         self.stop_reason: StopReason | None = None
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.cost: Cost | None = None
         self.error_message: str | None = None
         self.error_kind: ErrorKind | None = None
@@ -243,6 +247,14 @@ class Accumulator:
 
     def push(self, event: AssistantMessageEvent) -> bool:
         """Fold one event in. Returns ``False`` if the stream is (now) finished or malformed."""
+        cls = type(event)
+        if cls is TextDelta or cls is ToolCallDelta or cls is ThinkingDelta:
+            # The per-token path, inlined (B2 streaming: 2.5-4x less per delta): a delta for an
+            # open block of its own kind. Anything else takes the checked path below.
+            slot = self._slots.get(event.index)  # type: ignore[union-attr]
+            if slot is not None and slot.kind == _DELTA_KIND[cls] and not self.done:
+                slot.parts.append(event.delta)  # type: ignore[union-attr]
+                return True
         if self.done:
             # Only a stream that had ended well is spoilt by a late event; after an error or an
             # abort, the first cause is the one worth reporting.
@@ -450,7 +462,7 @@ class Accumulator:
             # will not run, and a call without a result would be refused when the history is
             # replayed.
             blocks = [b for b in blocks if type(b) is not ToolCall]
-        cost = self.cost if self.cost is not None else (pricing_cost or Cost())
+        cost = self.cost if self.cost is not None else (pricing_cost or _NO_COST)
         return AssistantMessage(
             content=blocks,
             provider=self.provider,

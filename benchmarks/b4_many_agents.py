@@ -1,0 +1,115 @@
+"""B4 many agents: N runs at once on one event loop, 3 tool turns each, tools sleep 10 ms.
+
+Each run answers three times with one call to a tool that sleeps 10 ms, then with text. One
+process measures one implementation (``--impl floor`` or ``agentloop``) at one N, so that its
+peak RSS is its own: ``run_all.py`` interleaves the processes. After a small warm-up, the
+figures are the wall time of all N runs, the peak RSS (Linux ``VmHWM``, reset after the warm-up
+through ``/proc/self/clear_refs``; ``getrusage`` elsewhere), and the memory per run: (peak RSS -
+RSS before the runs) / N. With ``--tracemalloc`` the memory per run is instead
+the traced peak of Python allocations / N (slower; the wall time is then not meaningful).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import tracemalloc
+from typing import Any
+
+import anyio
+
+import agentloop as al
+
+from ._common import (
+    MODEL,
+    Replay,
+    SleepTool,
+    base_parser,
+    emit_json,
+    peak_rss_kib,
+    reset_peak_rss,
+    rss_kib,
+    tool_replies,
+)
+from .floor import floor_run, sleeper
+
+__all__ = ["main"]
+
+TURNS = 3
+
+
+async def many(impl: str, runs: int, seconds: float) -> float:
+    replies = tool_replies(TURNS, "sleep")
+    done = 0
+
+    if impl == "floor":
+        tools: dict[str, Any] = {"sleep": sleeper(seconds)}
+
+        async def one() -> None:
+            nonlocal done
+            history = await floor_run(Replay(replies), tools)
+            assert len(history) == 2 * TURNS + 2
+            done += 1
+
+    else:
+        tool = SleepTool(seconds)
+        prompt = [al.UserMessage.text("go")]
+
+        async def one() -> None:
+            nonlocal done
+            config = al.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
+            result = await al.run_loop(prompt, al.AgentContext(), config)
+            assert len(result.messages) == 2 * TURNS + 2, result.stop_reason
+            done += 1
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(runs):
+            tg.start_soon(one)
+    elapsed = time.perf_counter() - start
+    assert done == runs
+    return elapsed
+
+
+def main() -> None:
+    parser = base_parser(__doc__ or "")
+    parser.add_argument("--impl", choices=("floor", "agentloop"), default="agentloop")
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=0.01)
+    parser.add_argument("--tracemalloc", action="store_true")
+    args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.warmup = min(args.runs, 20), 0
+    for _ in range(args.warmup):
+        anyio.run(many, args.impl, min(args.runs, 50), args.seconds, backend=args.backend)
+    gc.collect()
+    reset = reset_peak_rss()
+    before = rss_kib()
+    if args.tracemalloc:
+        tracemalloc.start()
+    wall = anyio.run(many, args.impl, args.runs, args.seconds, backend=args.backend)
+    out: dict[str, Any] = {
+        "backend": args.backend,
+        "impl": args.impl,
+        "runs": args.runs,
+        "turns": TURNS,
+        "tool_seconds": args.seconds,
+        "wall_s": wall,
+        "rss_before_kib": before,
+        "peak_rss_kib": peak_rss_kib(),
+        "peak_reset": reset,
+    }
+    if args.tracemalloc:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out["traced_peak_kib"] = peak / 1024
+        out["kib_per_run"] = peak / 1024 / args.runs
+        out["method"] = "tracemalloc"
+    else:
+        out["kib_per_run"] = max(0, out["peak_rss_kib"] - before) / args.runs
+        out["method"] = "rss"
+    emit_json(out)
+
+
+if __name__ == "__main__":
+    main()
