@@ -88,6 +88,10 @@ def default_convert_to_llm(message: AgentMessage) -> LlmMessage | None:
     return None if isinstance(message, CustomMessage) else message
 
 
+_DEFAULT_OPTIONS = StreamOptions()
+_DEFAULT_RETRY = ExponentialBackoff()
+
+
 @dataclasses.dataclass(kw_only=True, slots=True)
 class AgentLoopConfig:
     """Configuration of a loop run.
@@ -117,9 +121,9 @@ class AgentLoopConfig:
 
     model: ModelSpec
     stream_fn: StreamFn
-    stream_options: StreamOptions = dataclasses.field(default_factory=StreamOptions)
+    stream_options: StreamOptions = _DEFAULT_OPTIONS
     tools: Sequence[AgentTool] = ()
-    retry_strategy: RetryStrategy = dataclasses.field(default_factory=ExponentialBackoff)
+    retry_strategy: RetryStrategy = _DEFAULT_RETRY
     convert_to_llm: ConvertToLlm = default_convert_to_llm
     transform_context: Transform | None = None
     async_transform_context: AsyncTransform | None = None

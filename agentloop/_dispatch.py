@@ -33,7 +33,7 @@ from ._tools import ToolArgumentError, validator_for
 from ._types import AgentMessage, Text, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Sequence, Set as AbstractSet
 
     from ._loop import _Run
     from ._tools import AgentTool
@@ -221,7 +221,7 @@ class Batch:
             return False
         return True
 
-    async def prepare(self, incomplete: set[str]) -> list[_Slot]:
+    async def prepare(self, incomplete: AbstractSet[str]) -> list[_Slot]:
         """Resolve what can be resolved before execution; returns the calls to execute."""
         run = self.run
         for slot in self.slots:

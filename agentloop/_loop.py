@@ -58,6 +58,40 @@ Emit = Callable[["AgentEvent"], None]
 class _Run:
     """The state of one loop invocation. Not reusable."""
 
+    __slots__ = (
+        "acc",
+        "answer_open",
+        "batch",
+        "channel",
+        "config",
+        "cost",
+        "emit",
+        "ended",
+        "error",
+        "error_kind",
+        "finished",
+        "in_turn",
+        "incremental",
+        "llm_messages",
+        "messages",
+        "new_messages",
+        "open_calls",
+        "orphan_results",
+        "overflow_signal",
+        "pending",
+        "scope",
+        "stop_reason",
+        "stopped_by",
+        "system_prompt",
+        "tool_schemas",
+        "tools",
+        "turn",
+        "turn_message",
+        "usage",
+        "validators",
+        "view",
+    )
+
     def __init__(
         self,
         context: AgentContext,

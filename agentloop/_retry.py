@@ -51,7 +51,7 @@ class ExponentialBackoff:
         self.max_delay = max_delay
         self.jitter = jitter
         self.max_retry_after = max_retry_after
-        self._rng = rng or random.Random()
+        self._rng = rng
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
         if attempt >= self.max_attempts:
@@ -64,7 +64,9 @@ class ExponentialBackoff:
         if error is not None and error.retry_after is not None:
             return max(0.0, error.retry_after)
         ceiling = min(self.max_delay, self.base_delay * self.multiplier ** max(0, attempt - 1))
-        return self._rng.uniform(0.0, ceiling) if self.jitter else ceiling
+        if not self.jitter:
+            return ceiling
+        return (self._rng or random).uniform(0.0, ceiling)
 
 
 class NoRetry:

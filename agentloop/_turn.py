@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["run_turn"]
 
 log = logging.getLogger("agentloop")
+_NONE: frozenset[str] = frozenset()
 
 
 async def _system_prompt(run: _Run) -> str:
@@ -266,7 +267,7 @@ async def _turn_body(run: _Run) -> bool:
     incomplete = (
         {c.id for c in calls if c.partial_json is not None}
         if stop_reason is StopReason.LENGTH
-        else set()
+        else _NONE
     )
     ready = await batch.prepare(incomplete)
     if batch.stopped is None:
