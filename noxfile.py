@@ -75,3 +75,18 @@ def bench_smoke(session: nox.Session) -> None:
         session.skip(f"{script.relative_to(ROOT)} does not exist yet")
     _install(session)
     session.run("python", str(script.relative_to(ROOT)), "--smoke", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The full benchmark run (B1-B6, both backends, with the floor); a few minutes."""
+    _install(session)
+    session.run("python", "-m", "benchmarks.run_all", *session.posargs)
+
+
+@nox.session(name="bench-peers")
+def bench_peers(session: nox.Session) -> None:
+    """B1-B5 against pydantic-ai and the OpenAI Agents SDK, in the same run (optional)."""
+    _install(session)
+    session.install("pydantic-ai-slim", "openai-agents")
+    session.run("python", "-m", "benchmarks.peers", *session.posargs)
