@@ -7,6 +7,7 @@ environments when it is installed, plain virtualenv otherwise.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -64,7 +65,12 @@ def types(session: nox.Session) -> None:
 def conformance(session: nox.Session) -> None:
     """The property-based conformance suite with the CI hypothesis profile; posargs to pytest."""
     _install(session)
-    session.run("pytest", "tests/conformance", *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
+    session.run(
+        "pytest",
+        "tests/conformance",
+        *session.posargs,
+        env={"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")},
+    )
 
 
 @nox.session(name="bench-smoke")

@@ -837,6 +837,9 @@ class Agent:
     ) -> Agent:
         """Rebuild an agent from ``checkpoint``; ``tools`` must provide every tool it names.
 
+        The checkpoint becomes the new agent's initial state for history, model and prompt:
+        ``reset()`` returns to it (with empty queues and zero usage), not to an empty agent.
+
         Raises:
             ValueError: a tool the checkpoint names is missing from ``tools``.
         """
