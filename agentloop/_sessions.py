@@ -2,7 +2,8 @@
 
 A session is an append-only list of messages plus a little metadata. Both stores do their file
 work in worker threads (``anyio.to_thread``), never on the event loop, and encode messages with
-``agentloop.encode`` so ``CustomMessage`` subclasses round-trip.
+``agentloop.encode`` so ``CustomMessage`` subclasses round-trip. Each store has its own module
+(``_jsonl_store``, ``_sqlite_store``); their async methods live once, in ``_ThreadedStore``.
 
 ``SessionRecorder`` persists an agent's committed messages as a run goes (it subscribes to
 ``MessageEnd`` events), and ``resume`` loads a session back with its tail repaired: a tool call
@@ -12,20 +13,19 @@ handed to a model is always well paired.
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
 import functools
 import logging
-import os
 import re
-import threading
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 import msgspec
 
-from ._codec import decode, encode
+from ._codec import decode
 from ._errors import AgentError
 from ._events import MessageEnd
 from ._types import (
@@ -40,8 +40,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    import sqlite3
-    from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
 
     from ._events import AgentEvent
 
@@ -58,6 +57,7 @@ __all__ = [
 
 logger = logging.getLogger("agentloop.sessions")
 T = TypeVar("T")
+P = TypeVar("P")  # what a store's ``_append`` takes: its encoded messages
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _TITLE_CHARS = 80
@@ -195,516 +195,33 @@ async def _run(func: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(functools.partial(func, *args))
 
 
-# --------------------------------------------------------------------------- JSONL
+class _ThreadedStore(abc.ABC, Generic[P]):
+    """The ``SessionStore`` methods, each running its synchronous twin in a worker thread.
 
-
-class _Meta(msgspec.Struct, frozen=True, kw_only=True):
-    title: str = ""
-    model: str | None = None
-    created_at: int = 0
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-_meta_decoder = msgspec.json.Decoder(_Meta)
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _fsync_dir(path: str) -> None:
-    # Makes a created, renamed or removed entry durable; not possible on every platform.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-class JsonlSessionStore:
-    """One append-only JSONL file per session in ``directory``, plus a small metadata file.
-
-    Each append is written with one ``write`` and (with ``fsync``) flushed to disk before it
-    returns. A crash mid-write leaves a torn last line: ``load`` ignores it with a logged
-    warning, and the next append cuts it off first, so one torn record never costs the rest of
-    the session. ``message_count`` counts complete lines.
-
-    Args:
-        directory: where the files live (created on first use).
-        fsync: flush every write to disk (turn off only for tests and throwaway sessions).
+    A subclass supplies the twins (``_create``, ``_append``, ...), ``_encode`` (messages as its
+    ``_append`` takes them, on the event loop) and, to check ids, ``_session_id``.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.directory = os.fspath(directory)
-        self.fsync = fsync
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-        self._meta: dict[str, _Meta] = {}
-        self._counts: dict[str, tuple[int, int]] = {}  # id -> (bytes counted, lines)
+    def _session_id(self, session_id: str) -> str:
+        """The id the synchronous parts get (a subclass that checks ids raises ``ValueError``)."""
+        return session_id
 
-    def _lock(self, sid: str) -> threading.Lock:
-        with self._guard:
-            lock = self._locks.get(sid)
-            if lock is None:
-                lock = self._locks[sid] = threading.Lock()
-            return lock
-
-    def _log(self, sid: str) -> str:
-        return os.path.join(self.directory, f"{sid}.jsonl")
-
-    def _meta_path(self, sid: str) -> str:
-        return os.path.join(self.directory, f"{sid}.meta.json")
-
-    # ---------------------------------------------------------------- worker-thread parts
-
-    def _write_meta(self, sid: str, meta: _Meta) -> None:
-        path = self._meta_path(sid)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(msgspec.json.encode(meta))
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-        if self.fsync:
-            _fsync_dir(self.directory)
-        self._meta[sid] = meta
-
-    def _read_meta(self, sid: str) -> _Meta:
-        meta = self._meta.get(sid)
-        if meta is not None:
-            return meta
-        log = self._log(sid)
-        try:
-            meta = _meta_decoder.decode(_read(self._meta_path(sid)))
-        except FileNotFoundError:
-            if not os.path.exists(log):
-                raise SessionNotFound(sid) from None
-            # The log was created but the process died before the metadata was written.
-            meta = _Meta(created_at=os.stat(log).st_mtime_ns // 1_000_000)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            logger.warning("%s: unreadable metadata, using defaults: %s", sid, exc)
-            meta = _Meta(created_at=os.stat(log).st_mtime_ns // 1_000_000)
-        self._meta[sid] = meta
-        return meta
-
-    def _create(self, sid: str, meta: _Meta) -> SessionInfo:
-        os.makedirs(self.directory, exist_ok=True)
-        with self._lock(sid):
-            try:
-                fd = os.open(self._log(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                raise ValueError(f"session {sid!r} already exists") from None
-            os.close(fd)
-            self._write_meta(sid, meta)  # also makes the new log's directory entry durable
-            self._counts[sid] = (0, 0)
-        return self._info(sid)
-
-    def _append(self, sid: str, payload: bytes, messages: Sequence[AgentMessage]) -> None:
-        with self._lock(sid):
-            try:
-                fd = os.open(self._log(sid), os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            try:
-                size = os.fstat(fd).st_size
-                if size:
-                    os.lseek(fd, size - 1, os.SEEK_SET)
-                    if os.read(fd, 1) != b"\n":
-                        payload = self._heal(sid, fd, size) + payload
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            meta = self._read_meta(sid)
-            title, model = _auto_fields(meta.title, meta.model, messages)
-            if (title, model) != (meta.title, meta.model):
-                self._write_meta(sid, msgspec.structs.replace(meta, title=title, model=model))
-
-    def _heal(self, sid: str, fd: int, size: int) -> bytes:
-        """Deal with a last line lacking its newline; returns what to write before the append.
-
-        A complete record that only lost its newline gets one; a torn record (a crash
-        mid-write) is cut off, since no reader could ever use it.
-        """
-        pos, tail = size, b""
-        while pos > 0:
-            step = min(pos, 1 << 16)
-            pos -= step
-            os.lseek(fd, pos, os.SEEK_SET)
-            chunk = os.read(fd, step)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                pos += newline + 1
-                tail = chunk[newline + 1 :] + tail
-                break
-            tail = chunk + tail
-        try:
-            decode(tail, AgentMessage)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            logger.warning("%s: cutting off a torn last line (%d bytes)", sid, len(tail))
-            os.ftruncate(fd, pos)
-            self._counts.pop(sid, None)
-            return b""
-        return b"\n"
-
-    def _load(self, sid: str) -> list[AgentMessage]:
-        try:
-            data = _read(self._log(sid))
-        except FileNotFoundError:
-            raise SessionNotFound(sid) from None
-        lines = data.split(b"\n")
-        tail = lines.pop()
-        chunks = [line for line in lines if line.strip()]
-        if tail.strip():
-            try:
-                decode(tail, AgentMessage)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                logger.warning(
-                    "%s: ignoring a torn last line (%d bytes; a crash mid-write?)", sid, len(tail)
-                )
-            else:
-                chunks.append(tail)  # complete, only its newline was lost
-        return _decode_all(chunks, sid)
-
-    def _count(self, sid: str, size: int) -> int:
-        counted, lines = self._counts.get(sid, (0, 0))
-        if size < counted:
-            counted, lines = 0, 0
-        if size > counted:
-            with open(self._log(sid), "rb") as f:
-                f.seek(counted)
-                while chunk := f.read(1 << 20):
-                    lines += chunk.count(b"\n")
-            self._counts[sid] = (size, lines)
-        return lines
-
-    def _info(self, sid: str) -> SessionInfo:
-        # Under the session's lock: never between an append's write and its healing.
-        with self._lock(sid):
-            meta = self._read_meta(sid)
-            try:
-                stat = os.stat(self._log(sid))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            count = self._count(sid, stat.st_size)
-        return SessionInfo(
-            id=sid,
-            title=meta.title,
-            model=meta.model,
-            created_at=meta.created_at,
-            updated_at=max(meta.created_at, stat.st_mtime_ns // 1_000_000),
-            message_count=count,
-            metadata=meta.metadata,
-        )
-
-    def _list(self) -> list[SessionInfo]:
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        out: list[SessionInfo] = []
-        for name in names:
-            sid = name[: -len(".jsonl")]
-            if name.endswith(".jsonl") and _ID.fullmatch(sid):
-                with contextlib.suppress(SessionNotFound):  # deleted while listing
-                    out.append(self._info(sid))
-        out.sort(key=lambda s: (s.updated_at, s.created_at), reverse=True)
-        return out
-
-    def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo:
-        with self._lock(sid):
-            meta = self._read_meta(sid)
-            self._write_meta(sid, msgspec.structs.replace(meta, **changes))
-        return self._info(sid)
-
-    def _delete(self, sid: str) -> None:
-        with self._lock(sid):
-            try:
-                os.remove(self._log(sid))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._meta_path(sid))
-            self._meta.pop(sid, None)
-            self._counts.pop(sid, None)
-            if self.fsync:
-                _fsync_dir(self.directory)
-
-    # ---------------------------------------------------------------- the protocol
-
-    async def create(
-        self,
-        *,
-        session_id: str | None = None,
-        title: str = "",
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        meta = _Meta(title=title, model=model, created_at=now_ms(), metadata=metadata or {})
-        return await _run(self._create, _new_id(session_id), meta)
-
-    async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
-        if not messages:
-            return
-        payload = b"".join([encode(m) + b"\n" for m in messages])
-        await _run(self._append, _new_id(session_id), payload, list(messages))
-
-    async def load(self, session_id: str) -> list[AgentMessage]:
-        return await _run(self._load, _new_id(session_id))
-
-    async def info(self, session_id: str) -> SessionInfo:
-        return await _run(self._info, _new_id(session_id))
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        return await _run(self._list)
-
-    async def update(
-        self,
-        session_id: str,
-        *,
-        title: str | None = None,
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        changes = {"title": title, "model": model, "metadata": metadata}
-        changes = {k: v for k, v in changes.items() if v is not None}
-        return await _run(self._update, _new_id(session_id), changes)
-
-    async def delete(self, session_id: str) -> None:
-        await _run(self._delete, _new_id(session_id))
-
-
-# --------------------------------------------------------------------------- SQLite
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL DEFAULT '',
-    model TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    message_count INTEGER NOT NULL DEFAULT 0,
-    metadata BLOB NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS messages (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC);
-"""
-_COLUMNS = "id, title, model, created_at, updated_at, message_count, metadata"
-
-
-def _row_info(row: tuple[Any, ...]) -> SessionInfo:
-    sid, title, model, created, updated, count, metadata = row
-    return SessionInfo(
-        id=sid,
-        title=title,
-        model=model,
-        created_at=created,
-        updated_at=updated,
-        message_count=count,
-        metadata=msgspec.json.decode(metadata),
-    )
-
-
-class SqliteSessionStore:
-    """Sessions in one SQLite database (standard library ``sqlite3``, WAL mode).
-
-    Every operation runs in a worker thread on a pooled connection (a connection is used by one
-    thread at a time). Writes from this process are serialised by a lock, so concurrent appends
-    never wait on SQLite's busy handler; other processes are covered by ``timeout``. Close the
-    store (``aclose()`` or ``async with``) to close its connections.
-
-    Args:
-        path: the database file (created on first use).
-        synchronous: SQLite's ``synchronous`` pragma; ``FULL`` makes every commit durable.
-        timeout: seconds to wait for another process's write lock.
-    """
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 30.0
-    ) -> None:
-        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-            raise ValueError(f"invalid synchronous mode {synchronous!r}")
-        self.path = os.fspath(path)
-        self.synchronous = synchronous.upper()
-        self.timeout = timeout
-        self._guard = threading.Lock()
-        self._write = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._ready = False
-        self._closed = False
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close every pooled connection; the store cannot be used afterwards."""
-        await _run(self.close)
-
-    def close(self) -> None:
-        """Synchronous ``aclose()``."""
-        with self._guard:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-    # ---------------------------------------------------------------- worker-thread parts
-
-    def _connect(self) -> sqlite3.Connection:
-        import sqlite3
-
-        conn = sqlite3.connect(
-            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            with self._write:
-                if not self._ready:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.executescript(_SCHEMA)
-                    self._ready = True
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        with self._guard:
-            if self._closed:
-                raise RuntimeError("the session store is closed")
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            conn = self._connect()
-        try:
-            yield conn
-        finally:
-            with self._guard:
-                closed = self._closed
-                if not closed:
-                    self._idle.append(conn)
-            if closed:
-                conn.close()
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._conn() as conn, self._write:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-    def _create(self, info: SessionInfo) -> SessionInfo:
-        import sqlite3
-
-        with self._transaction() as conn:
-            try:
-                conn.execute(
-                    f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        info.id,
-                        info.title,
-                        info.model,
-                        info.created_at,
-                        info.updated_at,
-                        0,
-                        msgspec.json.encode(info.metadata),
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                raise ValueError(f"session {info.id!r} already exists") from None
-        return info
-
-    def _append(self, sid: str, rows: list[bytes], messages: Sequence[AgentMessage]) -> None:
-        with self._transaction() as conn:
-            row = conn.execute(
-                "SELECT message_count, title, model FROM sessions WHERE id = ?", (sid,)
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(sid)
-            count, title, model = row
-            conn.executemany(
-                "INSERT INTO messages (session_id, seq, data) VALUES (?, ?, ?)",
-                [(sid, count + i, data) for i, data in enumerate(rows)],
-            )
-            title, model = _auto_fields(title, model, messages)
-            conn.execute(
-                "UPDATE sessions SET message_count = ?, updated_at = ?, title = ?, model = ? "
-                "WHERE id = ?",
-                (count + len(rows), now_ms(), title, model, sid),
-            )
-
-    def _load(self, sid: str) -> list[AgentMessage]:
-        with self._conn() as conn:
-            # One read transaction, so the messages match the session row.
-            conn.execute("BEGIN")
-            try:
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
-                    raise SessionNotFound(sid)
-                rows = conn.execute(
-                    "SELECT data FROM messages WHERE session_id = ? ORDER BY seq", (sid,)
-                ).fetchall()
-            finally:
-                conn.execute("COMMIT")
-        return _decode_all([bytes(r[0]) for r in rows], sid)
-
-    def _info(self, sid: str) -> SessionInfo:
-        with self._conn() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
-        if row is None:
-            raise SessionNotFound(sid)
-        return _row_info(row)
-
-    def _list(self) -> list[SessionInfo]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
-            ).fetchall()
-        return [_row_info(r) for r in rows]
-
-    def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo:
-        if "metadata" in changes:
-            changes["metadata"] = msgspec.json.encode(changes["metadata"])
-        changes["updated_at"] = now_ms()
-        with self._transaction() as conn:
-            assignments = ", ".join(f"{name} = ?" for name in changes)
-            cursor = conn.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = ?", (*changes.values(), sid)
-            )
-            if cursor.rowcount == 0:
-                raise SessionNotFound(sid)
-        return self._info(sid)
-
-    def _delete(self, sid: str) -> None:
-        with self._transaction() as conn:
-            if conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount == 0:
-                raise SessionNotFound(sid)
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-
-    # ---------------------------------------------------------------- the protocol
+    @abc.abstractmethod
+    def _encode(self, messages: Sequence[AgentMessage]) -> P: ...
+    @abc.abstractmethod
+    def _create(self, info: SessionInfo) -> SessionInfo: ...
+    @abc.abstractmethod
+    def _append(self, sid: str, payload: P, messages: Sequence[AgentMessage]) -> None: ...
+    @abc.abstractmethod
+    def _load(self, sid: str) -> list[AgentMessage]: ...
+    @abc.abstractmethod
+    def _info(self, sid: str) -> SessionInfo: ...
+    @abc.abstractmethod
+    def _list(self) -> list[SessionInfo]: ...
+    @abc.abstractmethod
+    def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo: ...
+    @abc.abstractmethod
+    def _delete(self, sid: str) -> None: ...
 
     async def create(
         self,
@@ -728,14 +245,14 @@ class SqliteSessionStore:
     async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
         if not messages:
             return
-        rows = [encode(m) for m in messages]
-        await _run(self._append, session_id, rows, list(messages))
+        payload = self._encode(messages)
+        await _run(self._append, self._session_id(session_id), payload, list(messages))
 
     async def load(self, session_id: str) -> list[AgentMessage]:
-        return await _run(self._load, session_id)
+        return await _run(self._load, self._session_id(session_id))
 
     async def info(self, session_id: str) -> SessionInfo:
-        return await _run(self._info, session_id)
+        return await _run(self._info, self._session_id(session_id))
 
     async def list_sessions(self) -> list[SessionInfo]:
         return await _run(self._list)
@@ -750,10 +267,10 @@ class SqliteSessionStore:
     ) -> SessionInfo:
         changes = {"title": title, "model": model, "metadata": metadata}
         changes = {k: v for k, v in changes.items() if v is not None}
-        return await _run(self._update, session_id, changes)
+        return await _run(self._update, self._session_id(session_id), changes)
 
     async def delete(self, session_id: str) -> None:
-        await _run(self._delete, session_id)
+        await _run(self._delete, self._session_id(session_id))
 
 
 # --------------------------------------------------------------------------- agent helpers
@@ -930,3 +447,8 @@ class SessionRecorder:
         finally:
             with anyio.move_on_after(final_flush_timeout, shield=True):
                 await self.flush()
+
+
+# Re-exported; last, because the stores subclass ``_ThreadedStore`` and take helpers from here.
+from ._jsonl_store import JsonlSessionStore as JsonlSessionStore  # noqa: E402
+from ._sqlite_store import SqliteSessionStore as SqliteSessionStore  # noqa: E402

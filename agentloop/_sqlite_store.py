@@ -1,0 +1,241 @@
+"""``SqliteSessionStore``: every session in one SQLite database (``sqlite3`` loads on first use)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Self
+
+import msgspec
+
+from ._codec import encode
+from ._sessions import SessionInfo, SessionNotFound, _auto_fields, _decode_all, _run, _ThreadedStore
+from ._types import AgentMessage, now_ms
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["SqliteSessionStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    model TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    metadata BLOB NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC);
+"""
+_COLUMNS = "id, title, model, created_at, updated_at, message_count, metadata"
+
+
+def _row_info(row: tuple[Any, ...]) -> SessionInfo:
+    sid, title, model, created, updated, count, metadata = row
+    return SessionInfo(
+        id=sid,
+        title=title,
+        model=model,
+        created_at=created,
+        updated_at=updated,
+        message_count=count,
+        metadata=msgspec.json.decode(metadata),
+    )
+
+
+class SqliteSessionStore(_ThreadedStore[list[bytes]]):
+    """Sessions in one SQLite database (standard library ``sqlite3``, WAL mode).
+
+    Every operation runs in a worker thread on a pooled connection (a connection is used by one
+    thread at a time). Writes from this process are serialised by a lock, so concurrent appends
+    never wait on SQLite's busy handler; other processes are covered by ``timeout``. Close the
+    store (``aclose()`` or ``async with``) to close its connections.
+
+    Args:
+        path: the database file (created on first use).
+        synchronous: SQLite's ``synchronous`` pragma; ``FULL`` makes every commit durable.
+        timeout: seconds to wait for another process's write lock.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 30.0
+    ) -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(f"invalid synchronous mode {synchronous!r}")
+        self.path = os.fspath(path)
+        self.synchronous = synchronous.upper()
+        self.timeout = timeout
+        self._guard = threading.Lock()
+        self._write = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._ready = False
+        self._closed = False
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every pooled connection; the store cannot be used afterwards."""
+        await _run(self.close)
+
+    def close(self) -> None:
+        """Synchronous ``aclose()``."""
+        with self._guard:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _encode(self, messages: Sequence[AgentMessage]) -> list[bytes]:
+        return [encode(m) for m in messages]
+
+    # ---------------------------------------------------------------- worker-thread parts
+
+    def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            with self._write:
+                if not self._ready:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(_SCHEMA)
+                    self._ready = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("the session store is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            with self._guard:
+                closed = self._closed
+                if not closed:
+                    self._idle.append(conn)
+            if closed:
+                conn.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._conn() as conn, self._write:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _create(self, info: SessionInfo) -> SessionInfo:
+        import sqlite3
+
+        with self._transaction() as conn:
+            try:
+                conn.execute(
+                    f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        info.id,
+                        info.title,
+                        info.model,
+                        info.created_at,
+                        info.updated_at,
+                        0,
+                        msgspec.json.encode(info.metadata),
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise ValueError(f"session {info.id!r} already exists") from None
+        return info
+
+    def _append(self, sid: str, rows: list[bytes], messages: Sequence[AgentMessage]) -> None:
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT message_count, title, model FROM sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(sid)
+            count, title, model = row
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, data) VALUES (?, ?, ?)",
+                [(sid, count + i, data) for i, data in enumerate(rows)],
+            )
+            title, model = _auto_fields(title, model, messages)
+            conn.execute(
+                "UPDATE sessions SET message_count = ?, updated_at = ?, title = ?, model = ? "
+                "WHERE id = ?",
+                (count + len(rows), now_ms(), title, model, sid),
+            )
+
+    def _load(self, sid: str) -> list[AgentMessage]:
+        with self._conn() as conn:
+            # One read transaction, so the messages match the session row.
+            conn.execute("BEGIN")
+            try:
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
+                    raise SessionNotFound(sid)
+                rows = conn.execute(
+                    "SELECT data FROM messages WHERE session_id = ? ORDER BY seq", (sid,)
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        return _decode_all([bytes(r[0]) for r in rows], sid)
+
+    def _info(self, sid: str) -> SessionInfo:
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            raise SessionNotFound(sid)
+        return _row_info(row)
+
+    def _list(self) -> list[SessionInfo]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
+            ).fetchall()
+        return [_row_info(r) for r in rows]
+
+    def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo:
+        if "metadata" in changes:
+            changes["metadata"] = msgspec.json.encode(changes["metadata"])
+        changes["updated_at"] = now_ms()
+        with self._transaction() as conn:
+            assignments = ", ".join(f"{name} = ?" for name in changes)
+            cursor = conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE id = ?", (*changes.values(), sid)
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFound(sid)
+        return self._info(sid)
+
+    def _delete(self, sid: str) -> None:
+        with self._transaction() as conn:
+            if conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount == 0:
+                raise SessionNotFound(sid)
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
