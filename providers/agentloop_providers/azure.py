@@ -61,10 +61,25 @@ class _AzureMixin:
     def _query(self) -> str:
         return "" if self.api_version == "v1" else f"?api-version={quote(self.api_version)}"
 
-    def _auth_headers(self, api_key: str | None) -> dict[str, str]:
+    def headers(
+        self, api_key: str | None, model: ModelSpec, options: StreamOptions
+    ) -> dict[str, str]:
         if self.token_provider is not None:
             return {"authorization": f"Bearer {api_key}"} if api_key else {}
         return {"api-key": api_key} if api_key else {}
+
+    def _authorised(
+        self,
+        call: Callable[
+            [ModelSpec, LlmContext, StreamOptions], AsyncIterator[AssistantMessageEvent]
+        ],
+        model: ModelSpec,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        if self.token_provider is None:
+            return _generator(call(model, context, options))
+        return _with_token(self.token_provider, call, model, context, options)
 
 
 async def _with_token(
@@ -119,20 +134,13 @@ class AzureChatProvider(_AzureMixin, OpenAIChatProvider):
     def __call__(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
-        if self.token_provider is None:
-            return _generator(super().__call__(model, context, options))
-        return _with_token(self.token_provider, super().__call__, model, context, options)
+        return self._authorised(super().__call__, model, context, options)
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         if self.api_version == "v1":
             return f"{self.base_url}/openai/v1/chat/completions"
         deployment = quote(self._deployment(model), safe="")
         return f"{self.base_url}/openai/deployments/{deployment}/chat/completions{self._query()}"
-
-    def headers(
-        self, api_key: str | None, model: ModelSpec, options: StreamOptions
-    ) -> dict[str, str]:
-        return self._auth_headers(api_key)
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
         body = openai_chat_payload(model, context, options, self.compat)
@@ -166,19 +174,12 @@ class AzureResponsesProvider(_AzureMixin, OpenAIResponsesProvider):
     def __call__(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
-        if self.token_provider is None:
-            return _generator(super().__call__(model, context, options))
-        return _with_token(self.token_provider, super().__call__, model, context, options)
+        return self._authorised(super().__call__, model, context, options)
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         if self.api_version == "v1":
             return f"{self.base_url}/openai/v1/responses"
         return f"{self.base_url}/openai/responses{self._query()}"
-
-    def headers(
-        self, api_key: str | None, model: ModelSpec, options: StreamOptions
-    ) -> dict[str, str]:
-        return self._auth_headers(api_key)
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
         body = responses_payload(model, context, options, model_name=self._deployment(model))
