@@ -68,7 +68,8 @@ class Batch:
 
     def __init__(self, run: _Run, calls: Sequence[ToolCall]) -> None:
         self.run = run
-        self.slots = [_Slot(call, run.tools.get(call.name)) for call in calls]
+        self.calls = list(calls)
+        self.slots = [_Slot(call, run.tools.get(call.name)) for call in self.calls]
         self.steering: list[AgentMessage] | None = None
         self.interrupted = False
         self.stopped: str | None = None
@@ -127,7 +128,6 @@ class Batch:
         policies = run.config.pre_dispatch_policies
         if not policies:
             return True
-        batch = [s.call for s in self.slots]
         for _ in range(_MAX_REWRITES):
             call = slot.call
             if slot.arguments is not call.arguments:
@@ -135,7 +135,7 @@ class Batch:
             ctx = DispatchContext(
                 call=call,
                 tool=slot.tool,
-                batch=batch,
+                batch=self.calls,
                 turn=run.turn,
                 messages=run.view,
                 model=run.config.model,

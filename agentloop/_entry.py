@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._channel import EventChannel
-from ._errors import InvalidContinue, NoMessages
+from ._errors import InvalidContinue, NoMessages, single_exception
 from ._loop import _Run
 from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage
 
@@ -68,16 +68,6 @@ def check_continue(context: AgentContext) -> None:
         raise NoMessages("cannot continue: the history is empty")
     if isinstance(context.messages[-1], AssistantMessage):
         raise InvalidContinue("cannot continue: the last message is the assistant's")
-
-
-def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The single real exception of an internal task group, unwrapped."""
-    cancelled = anyio.get_cancelled_exc_class()
-    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
-    if len(errors) == 1:
-        error = errors[0]
-        return _collapse(error) if isinstance(error, BaseExceptionGroup) else error
-    return group
 
 
 class EventStream:
@@ -161,7 +151,7 @@ class EventStream:
         try:
             return await tg.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
-            raise _collapse(group) from None
+            raise single_exception(group) from None
 
     def __aiter__(self) -> Self:
         return self

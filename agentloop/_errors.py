@@ -18,6 +18,8 @@ results); these exceptions are for what the caller must handle::
 
 from __future__ import annotations
 
+import anyio
+
 from ._types import ErrorKind
 
 __all__ = [
@@ -119,3 +121,16 @@ def error_for_kind(
     if kind is ErrorKind.NETWORK:
         return NetworkError(message, retry_after=retry_after)
     return StreamError(message, kind=kind, retry_after=retry_after)
+
+
+def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real exception of an internal task group, unwrapped (else its first
+    cancellation); a group with several real failures is returned as it is."""
+    cancelled = anyio.get_cancelled_exc_class()
+    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+    if not errors:
+        return group.exceptions[0]
+    if len(errors) == 1:
+        error = errors[0]
+        return single_exception(error) if isinstance(error, BaseExceptionGroup) else error
+    return group

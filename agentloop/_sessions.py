@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import abc
 import collections
-import contextlib
 import functools
 import logging
 import re
@@ -26,7 +25,7 @@ import anyio.to_thread
 import msgspec
 
 from ._codec import decode
-from ._errors import AgentError
+from ._errors import AgentError, single_exception
 from ._events import MessageEnd
 from ._types import (
     AgentMessage,
@@ -40,7 +39,10 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Sequence
+    from collections.abc import Callable, Sequence
+    from types import TracebackType
+
+    from anyio.abc import TaskGroup
 
     from ._events import AgentEvent
 
@@ -276,18 +278,6 @@ class _ThreadedStore(abc.ABC, Generic[P]):
 # --------------------------------------------------------------------------- agent helpers
 
 
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real exception of an internal task group (else its first cancellation)."""
-    cancelled = anyio.get_cancelled_exc_class()
-    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
-    if not errors:
-        return group.exceptions[0]
-    if len(errors) == 1:
-        error = errors[0]
-        return _single(error) if isinstance(error, BaseExceptionGroup) else error
-    return group
-
-
 INTERRUPTED = "tool call interrupted: the session ended before the tool returned a result"
 
 
@@ -422,9 +412,8 @@ class SessionRecorder:
                     self._wakeup = None
             await self.flush()
 
-    @contextlib.asynccontextmanager
-    async def running(self, *, final_flush_timeout: float = 10.0) -> AsyncIterator[SessionRecorder]:
-        """Run the drain task around a block, then flush what is left.
+    def running(self, *, final_flush_timeout: float = 10.0) -> _Recording:
+        """Run the drain task around an ``async with`` block, then flush what is left.
 
         The final flush also runs when the block is cancelled (shielded; it starts no new
         append after ``final_flush_timeout`` seconds), so a cancelled run keeps every message
@@ -435,18 +424,40 @@ class SessionRecorder:
             Exception: whatever the store raised in the final flush; an exception from the
                 block comes out as itself, never wrapped in an exception group.
         """
+        return _Recording(self, final_flush_timeout)
+
+
+class _Recording:
+    """``SessionRecorder.running()``: a class, so no generator yields inside its task group."""
+
+    def __init__(self, recorder: SessionRecorder, final_flush_timeout: float) -> None:
+        self._recorder = recorder
+        self._timeout = final_flush_timeout
+        self._tg: TaskGroup | None = None
+
+    async def __aenter__(self) -> SessionRecorder:
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        tg.start_soon(self._recorder._drain)
+        return self._recorder
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        tg = self._tg
+        assert tg is not None
+        tg.cancel_scope.cancel()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._drain)
-                try:
-                    yield self
-                finally:
-                    tg.cancel_scope.cancel()
+            return await tg.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
-            raise _single(group) from None
+            raise single_exception(group) from None
         finally:
-            with anyio.move_on_after(final_flush_timeout, shield=True):
-                await self.flush()
+            with anyio.move_on_after(self._timeout, shield=True):
+                await self._recorder.flush()
 
 
 # Re-exported; last, because the stores subclass ``_ThreadedStore`` and take helpers from here.

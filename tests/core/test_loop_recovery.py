@@ -190,13 +190,6 @@ async def test_custom_messages_are_kept_but_not_sent() -> None:
 
 
 async def test_max_tokens_recovery_replaces_incomplete_calls() -> None:
-    cut = al.AssistantMessage(
-        content=[
-            al.ToolCall(id="ok", name="echo", arguments={"text": "complete"}),
-            al.ToolCall(id="cut", name="echo", partial_json='{"text": "trunc'),
-        ],
-        stop_reason=al.StopReason.LENGTH,
-    )
     ran: list[str] = []
 
     @al.tool

@@ -72,7 +72,6 @@ async def test_sequential_strategy_runs_in_call_order() -> None:
 async def test_partition_strategy_runs_groups_in_order() -> None:
     seen: list[set[str]] = []
     current: set[str] = set()
-    gate: dict[str, anyio.Event] = {}
 
     @al.tool
     async def work(name: str) -> str:
@@ -104,7 +103,6 @@ async def test_partition_strategy_runs_groups_in_order() -> None:
     assert seen[-1] == {"w1"}
     # Results still follow the call order.
     assert [r.text for r in results_of(result.messages)] == ["w1", "r1", "r2"]
-    assert not gate
 
 
 async def test_capacity_limiter_caps_concurrency() -> None:
