@@ -56,7 +56,7 @@ def _degrade(value: Any, depth: int) -> Any:
         return msgspec.structs.replace(value, **fields)
     if isinstance(value, dict):
         return {
-            key if type(key) is str else _marker(key): _degrade(item, depth + 1)
+            key if type(key) in (str, int) else _marker(key): _degrade(item, depth + 1)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
@@ -68,7 +68,8 @@ def _degrade(value: Any, depth: int) -> Any:
     return value
 
 
-def _encode_one(message: AgentMessage, where: str) -> bytes | None:
+def _encode_one(message: AgentMessage, where: str) -> bytes | Exception:
+    """The message's record, or why it cannot have one."""
     try:
         return encode(message)
     except Exception as exc:  # noqa: BLE001 - whatever the content, the session goes on
@@ -78,33 +79,36 @@ def _encode_one(message: AgentMessage, where: str) -> bytes | None:
         decode(data, AgentMessage)
     except Exception as exc:  # noqa: BLE001
         logger.warning(
-            "%s: skipping a %s message that cannot be stored (%s; degraded: %s: %s)",
+            "%s: skipping a %s that cannot be stored (%s; degraded: %s: %s)",
             where,
             type(message).__name__,
             reason,
             type(exc).__name__,
             exc,
         )
-        return None
+        return exc
     logger.warning(
-        "%s: a %s message is stored in a degraded form (%s)", where, type(message).__name__, reason
+        "%s: a %s is stored in a degraded form (%s)", where, type(message).__name__, reason
     )
     return data
 
 
 def encode_records(
     messages: Sequence[AgentMessage], where: str
-) -> tuple[list[bytes], list[AgentMessage]]:
-    """Encode messages for a store: the records, and the messages they hold (skipped ones left
-    out), in order."""
+) -> tuple[list[bytes], list[AgentMessage], list[Exception]]:
+    """Encode messages for a store: the records, the messages they hold, in order, and why
+    each message left out (it cannot be stored in any form) was."""
     records: list[bytes] = []
     kept: list[AgentMessage] = []
+    rejected: list[Exception] = []
     for message in messages:
         data = _encode_one(message, where)
-        if data is not None:
+        if isinstance(data, bytes):
             records.append(data)
             kept.append(message)
-    return records, kept
+        else:
+            rejected.append(data)
+    return records, kept, rejected
 
 
 def is_message(record: bytes) -> bool:

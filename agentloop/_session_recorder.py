@@ -35,7 +35,7 @@ from ._events import MessageEnd
 from ._sessions import _ThreadedStore, _Write
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import TracebackType
 
     from anyio.abc import TaskGroup
@@ -83,7 +83,8 @@ class SessionRecorder:
         self.last_error: BaseException | None = None
         self._queue: collections.deque[AgentMessage] = collections.deque()
         self._wakeup: anyio.Event | None = None
-        self._in_doubt: tuple[_Write, int] | None = None  # an abandoned append, its batch size
+        # An abandoned append, where its batch starts in the queue and its size.
+        self._in_doubt: tuple[_Write, int, int] | None = None
         self._rejection: BaseException | None = None  # why the last skipped message was
 
     def __call__(self, event: AgentEvent) -> None:
@@ -94,8 +95,7 @@ class SessionRecorder:
     def record(self, message: AgentMessage) -> None:
         """Queue one committed message (fits the Agent's ``on_message`` hook)."""
         self._queue.append(message)
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wake()
 
     @property
     def pending(self) -> int:
@@ -134,11 +134,12 @@ class SessionRecorder:
                 while self._queue:
                     batch = list(self._queue)
                     try:
-                        skipped = await self._append(batch)
+                        rejected = await self._append(batch)
                     except _REJECTED:
                         rejection = await self._one_by_one() or rejection
                     else:
-                        self._take(len(batch), skipped)
+                        self._take(len(batch), rejected)
+                        rejection = rejected[-1] if rejected else rejection
             except Exception as exc:
                 self.last_error = exc
                 raise
@@ -158,7 +159,7 @@ class SessionRecorder:
         last: BaseException | None = None
         while len(doubtful) < len(self._queue):
             try:
-                skipped = await self._append([self._queue[len(doubtful)]])
+                rejected = await self._append([self._queue[len(doubtful)]], len(doubtful))
             except _REJECTED as exc:
                 doubtful.append(exc)
                 continue
@@ -169,55 +170,55 @@ class SessionRecorder:
                     type(error).__name__,
                     error,
                 )
-                last = self._rejection = error
-            self._take(len(doubtful), len(doubtful))
-            self._take(1, skipped)
+            self._take(len(doubtful), doubtful)
+            self._take(1, rejected)
+            if doubtful or rejected:
+                last = [*doubtful, *rejected][-1]
             doubtful.clear()
         if doubtful:
             raise doubtful[0]
         return last
 
-    def _take(self, count: int, skipped: int) -> None:
+    def _take(self, count: int, rejected: Sequence[BaseException]) -> None:
+        """Unqueue ``count`` messages, all stored but the ``rejected`` ones."""
         for _ in range(count):
             self._queue.popleft()
-        self.stored += count - skipped
-        self.skipped += skipped
+        self.stored += count - len(rejected)
+        self.skipped += len(rejected)
+        if rejected:
+            self._rejection = rejected[-1]
 
-    async def _append(self, batch: Sequence[AgentMessage]) -> int:
-        """Append one batch; how many of its messages the store left out."""
+    async def _append(
+        self, batch: Sequence[AgentMessage], start: int = 0
+    ) -> Sequence[BaseException]:
+        """Append ``batch``, queued from ``start`` on; why the store left out the messages it
+        could not store in any form (the built-in stores do, with a warning)."""
         store = self.store
         if not isinstance(store, _ThreadedStore):
             await store.append(self.session_id, batch)
-            return 0
+            return ()
         write = _Write()
         try:
             await store._append_tracked(self.session_id, batch, write)
         except anyio.get_cancelled_exc_class():
             if not write.call_off():
-                self._in_doubt = (write, len(batch))
+                self._in_doubt = (write, start, len(batch))
             raise
-        return write.skipped
+        return write.rejected
 
     async def _settle(self) -> None:
-        """Learn how an abandoned append ended; the head of the queue is its batch."""
+        """Learn how an abandoned append ended, and unqueue its batch if it was stored."""
         in_doubt = self._in_doubt
         if in_doubt is None:
             return
-        write, count = in_doubt
+        write, start, count = in_doubt
         if not write.done.is_set():
             await anyio.to_thread.run_sync(write.done.wait, abandon_on_cancel=True)
         self._in_doubt = None
         if write.error is None:
-            self._take(count, write.skipped)
-
-    async def _drain(self) -> None:
-        try:
-            await self.run()
-        except Exception:
-            # The messages stay queued; the final flush of ``running()`` tries again.
-            logger.exception(
-                "%s: storing messages failed; retrying when the run ends", self.session_id
-            )
+            self._queue.rotate(-start)  # the messages before it stay queued, in order
+            self._take(count, write.rejected)
+            self._queue.rotate(start)
 
     async def run(self) -> None:
         """Flush whenever messages are queued, until cancelled.
@@ -225,22 +226,37 @@ class SessionRecorder:
         Raises:
             Exception: whatever the store raised.
         """
+        await self._run_until(lambda: False)
+
+    async def _run_until(self, done: Callable[[], bool]) -> None:
+        """Flush whenever messages are queued, until ``done()`` holds with nothing queued."""
         while True:
             if not self._queue:
+                if done():
+                    return
                 self._wakeup = anyio.Event()
                 try:
                     await self._wakeup.wait()
                 finally:
                     self._wakeup = None
+                continue
             await self.flush()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     def running(self, *, final_flush_timeout: float = 10.0) -> _Recording:
         """Run the drain task around an ``async with`` block, then flush what is left.
 
-        The final flush also runs when the block is cancelled (shielded), so a cancelled run
-        keeps every message it committed; it gives up after ``final_flush_timeout`` seconds,
-        even in the middle of an append. If the store fails while the block runs, draining
-        stops (the failure is logged) and the final flush tries again.
+        When the block ends normally, the drain finishes the append under way and what is
+        queued; when it ends with an exception or is cancelled, the drain stops at once. Either
+        way a final flush follows (shielded, so a cancelled run keeps every message it
+        committed). ``final_flush_timeout`` bounds all of this, from the end of the block, even
+        in the middle of an append: a built-in store's append cut off there is either called
+        off or finishes in its thread, and the next flush settles it without storing anything
+        twice. If the store fails while the block runs, draining stops (the failure is logged)
+        and the final flush tries again.
 
         A store failure never comes out of the block: after it, the returned object's
         ``unstored``, ``skipped`` and ``error`` say what could not be stored and why (also
@@ -268,6 +284,8 @@ class _Recording:
         self._recorder = recorder
         self._timeout = final_flush_timeout
         self._tg: TaskGroup | None = None
+        self._closing = False
+        self._drained: anyio.Event | None = None
         self._skipped_before = 0
         self.unstored = 0
         self.skipped = 0
@@ -275,11 +293,24 @@ class _Recording:
 
     async def __aenter__(self) -> SessionRecorder:
         self._skipped_before = self._recorder.skipped
+        self._drained = anyio.Event()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        tg.start_soon(self._recorder._drain)
+        tg.start_soon(self._drain, self._drained)
         return self._recorder
+
+    async def _drain(self, drained: anyio.Event) -> None:
+        try:
+            await self._recorder._run_until(lambda: self._closing)
+        except Exception:
+            # The messages stay queued; the final flush tries again.
+            logger.exception(
+                "%s: storing messages failed; retrying when the run ends",
+                self._recorder.session_id,
+            )
+        finally:
+            drained.set()
 
     async def __aexit__(
         self,
@@ -287,19 +318,29 @@ class _Recording:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        tg = self._tg
+        tg, drained = self._tg, self._drained
         assert tg is not None
+        assert drained is not None
+        deadline = anyio.current_time() + self._timeout
+        if exc_type is None:
+            # A block that ended normally lets the drain finish the append under way (within
+            # the time allowed), rather than cutting off a store that cannot tell a
+            # cancelled append from a stored one.
+            self._closing = True
+            self._recorder._wake()
+            with anyio.CancelScope(deadline=deadline, shield=True):
+                await drained.wait()
         tg.cancel_scope.cancel()
         try:
             return await tg.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
             raise single_exception(group) from None
         finally:
-            await self._final_flush()
+            await self._final_flush(deadline)
 
-    async def _final_flush(self) -> None:
+    async def _final_flush(self, deadline: float) -> None:
         recorder = self._recorder
-        with anyio.move_on_after(self._timeout, shield=True) as scope:
+        with anyio.CancelScope(deadline=deadline, shield=True) as scope:
             try:
                 await recorder.flush()
             except Exception:  # noqa: BLE001, S110 - reported below, never raised

@@ -180,7 +180,9 @@ def _auto_fields(
 
 
 async def _run(func: Callable[..., T], *args: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(func, *args))
+    # Abandoned when cancelled: a thread waiting for another process's lock never holds up
+    # a cancel scope.
+    return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
 
 
 class _CalledOff(Exception):
@@ -197,14 +199,14 @@ class _Write:
     session; ``done`` and ``error`` tell which way it went.
     """
 
-    __slots__ = ("_mutex", "_state", "done", "error", "skipped")
+    __slots__ = ("_mutex", "_state", "done", "error", "rejected")
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._state = "pending"  # -> "called off" | "writing"
         self.done = threading.Event()
         self.error: BaseException | None = None
-        self.skipped = 0  # messages left out because they cannot be stored in any form
+        self.rejected: list[Exception] = []  # why messages that cannot be stored were left out
 
     def claim(self) -> None:
         """In the worker thread, before the first change.
@@ -245,6 +247,11 @@ class _ThreadedStore(abc.ABC, Generic[P]):
 
     Messages are encoded on the event loop by ``_session_codec.encode_records``: one that cannot
     be encoded is stored in a degraded form or skipped, never raised.
+
+    Every method can be cancelled at once: its thread is abandoned. A cancelled append is
+    either called off before it changes anything or finishes, all or none, before any later
+    operation on the session; a cancelled ``create``, ``update`` or ``delete`` may still take
+    effect.
     """
 
     def _session_id(self, session_id: str) -> str:
@@ -276,8 +283,7 @@ class _ThreadedStore(abc.ABC, Generic[P]):
         """Append through ``write``, which its caller keeps to learn how an abandoned append
         ended (``SessionRecorder`` does)."""
         sid = self._session_id(session_id)
-        records, kept = encode_records(messages, sid)
-        write.skipped = len(messages) - len(kept)
+        records, kept, write.rejected = encode_records(messages, sid)
         if not records:
             write.done.set()
             return

@@ -15,6 +15,7 @@ import pytest
 from agentloop import (
     AgentMessage,
     AssistantMessage,
+    CustomMessage,
     MessageEnd,
     Text,
     ToolResultMessage,
@@ -236,6 +237,50 @@ async def test_final_flush_is_bounded_with_a_slow_async_store(tmp_path: Path) ->
     assert await slow.inner.load(sid) == [user("one")]
 
 
+class GatedStore:
+    """An async store of the application's own whose append waits at a gate; it notes whether
+    an append was cancelled."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.entered = anyio.Event()
+        self.gate = anyio.Event()
+        self.cancelled = False
+
+    async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
+        self.entered.set()
+        try:
+            await self.gate.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        await self.inner.append(session_id, messages)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.anyio
+async def test_a_block_ending_normally_lets_the_append_under_way_finish(tmp_path: Path) -> None:
+    gated = GatedStore(JsonlSessionStore(tmp_path, fsync=False))
+    sid = (await gated.inner.create()).id
+    recorder = SessionRecorder(gated, sid)
+
+    async def open_the_gate() -> None:
+        await anyio.wait_all_tasks_blocked()  # the recording waits for the drain
+        gated.gate.set()
+
+    async with anyio.create_task_group() as tg:
+        recording = recorder.running(final_flush_timeout=HANG)
+        async with recording:
+            recorder.record(user("one"))
+            await gated.entered.wait()
+            tg.start_soon(open_the_gate)
+    assert not gated.cancelled
+    assert (recording.unstored, recording.error) == (0, None)
+    assert await gated.inner.load(sid) == [user("one")]
+
+
 class FailingStore:
     """Wraps a store; fails every append while ``fail`` is set."""
 
@@ -367,3 +412,25 @@ async def test_recorder_with_a_builtin_store_keeps_storing_after_an_unencodable_
     details = loaded[1].details  # type: ignore[union-attr]
     assert details["object"].startswith("<agentloop: unencodable Opaque: <")
     assert (recorder.stored, recorder.pending) == (4, 0)
+
+
+class Counter(CustomMessage, frozen=True, tag="test-sessions-recorder-counter"):
+    count: int
+
+
+@pytest.mark.anyio
+async def test_recorder_reports_a_message_no_form_of_which_can_be_stored(
+    store: SessionStore,
+) -> None:
+    sid = (await store.create()).id
+    recorder = SessionRecorder(store, sid)
+    broken = Counter(count=Opaque())  # type: ignore[arg-type]  # its degraded form is no int
+    recording = recorder.running()
+    async with recording:
+        for message in (user("one"), broken, said("two")):
+            recorder.record(message)
+    assert (recording.unstored, recording.skipped) == (0, 1)
+    assert recording.error is not None
+    assert "Expected `int`" in str(recording.error)
+    assert await store.load(sid) == [user("one"), said("two")]
+    assert (recorder.stored, recorder.skipped, recorder.pending) == (2, 1, 0)
