@@ -47,6 +47,7 @@ from agentloop import (
 )
 
 from ._classify import classify_payload, classify_response, decode_body
+from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
 from ._ndjson import NDJSONError
 from ._sse import SSEDecoder
 
@@ -166,6 +167,9 @@ class HttpProvider:
             chunks) after which the call ends as a ``network`` error.
         connect_timeout: seconds to establish a connection.
         headers: extra headers sent with every request.
+        max_event_bytes: the largest frame the decoder may buffer (an SSE line or event, a
+            JSON line, a binary message): 16 MiB by default. A larger one ends the call as an
+            ``other`` error naming the limit, with memory bounded by a small multiple of it.
 
     Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
     """
@@ -184,6 +188,7 @@ class HttpProvider:
         idle_timeout: float = 120.0,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.__api_key = api_key
@@ -192,6 +197,7 @@ class HttpProvider:
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
         self.extra_headers = dict(headers or {})
+        self.max_event_bytes = max_event_bytes
 
     def __repr__(self) -> str:
         return (
@@ -264,8 +270,10 @@ class HttpProvider:
         raise NotImplementedError
 
     def new_decoder(self) -> FrameDecoder:
-        """A fresh frame decoder for one response body (SSE unless overridden)."""
-        return SSEDecoder()
+        """A fresh frame decoder for one response body (SSE unless overridden), capped at
+        ``max_event_bytes``."""
+        cap = self.max_event_bytes
+        return SSEDecoder(max_line_bytes=cap, max_event_bytes=cap)
 
     def build_request(
         self,
@@ -424,10 +432,11 @@ class HttpProvider:
         """The error for a frame the adapter could not use: bad JSON, or a shape the protocol
         does not allow (a missing field surfaces as ``KeyError``, a wrong type as ``TypeError``
         or ``AttributeError``, deep nesting as ``RecursionError``)."""
+        name = self.provider_name
+        if isinstance(exc, FrameTooLarge):
+            return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: the server sent {exc}")
         what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
-        return ErrorEvent(
-            kind=ErrorKind.OTHER, message=f"{self.provider_name}: malformed stream: {what}"
-        )
+        return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: malformed stream: {what}")
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
         message = redact(event.message, key, self.__api_key)
