@@ -15,8 +15,9 @@ Its promises, whatever the store does:
   ``msgspec.EncodeError`` for that message alone, and takes another one) is skipped, counted
   (``skipped``) and logged, so it never blocks the messages after it. The built-in stores never
   reject one: they store it degraded (``_session_codec``).
-- **Bounded.** ``running()``'s final flush gives up after ``final_flush_timeout`` seconds, even
-  in the middle of an append, and never raises a store failure: it reports it.
+- **Bounded.** ``running()``'s end (the drain's last append and the final flush) gives up
+  ``final_flush_timeout`` seconds after the block ends, even in the middle of an append, and
+  never raises a store failure: it reports it.
 - **Any event loop.** The recorder holds nothing bound to an event loop between flushes, so it
   works across successive ``anyio.run`` calls and backends.
 """
@@ -79,7 +80,8 @@ class SessionRecorder:
 
     Attributes:
         stored: how many messages have been appended so far.
-        skipped: how many messages were given up on because the store rejected them alone.
+        skipped: how many messages were given up on: the store rejected them alone, or (a
+            built-in store) not even their degraded form could be stored.
         last_error: why the last flush did not store every queued message (a store error, or a
             ``TimeoutError`` from ``running()``'s final flush), or the rejection of a message
             it skipped; ``None`` after a flush that stored everything.
@@ -304,7 +306,7 @@ class _Recording:
 
     Attributes:
         unstored: committed messages still not stored (``recorder.pending``).
-        skipped: messages given up on during the block (the store rejected them alone).
+        skipped: messages given up on during the block (see ``SessionRecorder.skipped``).
         error: why, when either is not zero (a ``TimeoutError`` when the final flush ran out
             of time); otherwise ``None``.
     """
