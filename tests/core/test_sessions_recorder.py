@@ -467,3 +467,14 @@ async def test_recorder_reports_a_message_no_form_of_which_can_be_stored(
     assert "Expected `int`" in str(recording.error)
     assert await store.load(sid) == [user("one"), said("two")]
     assert (recorder.stored, recorder.skipped, recorder.pending) == (2, 1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_store_that_rejects_every_message_gets_none_skipped(tmp_path: Path) -> None:
+    recorder = SessionRecorder(JsonlSessionStore(tmp_path), "../not-a-valid-id")
+    for message in (user("one"), said("two"), user("three")):
+        recorder.record(message)
+    with pytest.raises(ValueError, match="invalid session id"):
+        await recorder.flush()
+    assert (recorder.pending, recorder.skipped, recorder.stored) == (3, 0, 0)
+    assert isinstance(recorder.last_error, ValueError)
