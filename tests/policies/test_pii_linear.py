@@ -1,0 +1,162 @@
+"""PiiRedactor runs in linear time on adversarial text, and never starves the event loop.
+
+The key-ish-name and JWT patterns used to backtrack catastrophically (20 KB of hyphenated
+UUIDs: 8 s; ``"a-" * 40000``: 385 s, with the event loop blocked). Each adversarial input below
+is 1 MB; the bound is generous (a linear scan takes a small fraction of it). The scanners that
+replaced those two patterns are checked against the old patterns on short texts, where the old
+ones are fast: same output.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+import uuid
+
+import anyio
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from agentloop import Agent, StopReason, ToolExecutionEnd
+from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+from agentloop_policies import PiiRedactor
+from agentloop_policies._pii import _jwt, _keyish
+
+from ._helpers import MODEL, Recorder
+
+MB = 1_000_000
+BOUND_SECONDS = 10.0  # per 1 MB input; linear redaction takes well under a second
+
+
+def _repeat(unit: str) -> str:
+    return (unit * (MB // len(unit) + 1))[:MB]
+
+
+def _uuids(sep: str) -> str:
+    rng = random.Random(7)
+    return _repeat(sep.join(str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(1000)) + sep)
+
+
+def _soup() -> str:
+    rng = random.Random(11)
+    return "".join(rng.choice("aA0-_.=: \"'eyJtokn@+(1)") for _ in range(MB))
+
+
+ADVERSARIAL: dict[str, str] = {
+    "a- repeated": _repeat("a-"),
+    "hyphenated UUIDs joined by hyphens": _uuids("-"),
+    "hyphenated UUIDs joined by spaces": _uuids(" "),
+    "key names without values": _repeat("token"),
+    "key names with short values": _repeat("api_key=abc "),
+    "key names, then spaces and no value": "password" + " " * (MB - 9) + "=",
+    "JWT starts": _repeat("eyJ-"),
+    "JWT first segments": _repeat("eyJhbGciOiJIUzI1.eyJ-"),
+    "bearer without token": _repeat("Bearer "),
+    "private key without end": "-----BEGIN " + _repeat("A ")[11:],
+    "sk- prefixes": _repeat("sk-"),
+    "at signs": _repeat("a@"),
+    "domain of hyphens": "x@" + _repeat("a-")[2:],
+    "domain of labels": "x@" + _repeat("a.")[2:],
+    "spaced digits": _repeat("1 "),
+    "digit pairs": _repeat("12 "),
+    "digits and hyphens": _repeat("1-"),
+    "long digit run": _repeat("1"),
+    "parenthesised digits": _repeat("(1) "),
+    "plus digits": _repeat("+1"),
+    "random soup": _soup(),
+}
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_megabyte_redacts_in_linear_time(name: str) -> None:
+    text = ADVERSARIAL[name]
+    redactor = PiiRedactor()
+    started = time.perf_counter()
+    redactor.redact(text)
+    elapsed = time.perf_counter() - started
+    assert elapsed < BOUND_SECONDS, f"{name}: {elapsed * 1000:.0f} ms for 1 MB"
+
+
+def test_the_scanners_are_linear_not_just_fast_at_one_size() -> None:
+    # Four times the input must cost about four times the time, not sixteen.
+    redactor = PiiRedactor()
+    small, large = _repeat("a-")[: MB // 4], _repeat("a-")
+    timings = []
+    for text in (small, large, small, large):
+        started = time.perf_counter()
+        redactor.redact(text)
+        timings.append(time.perf_counter() - started)
+    ratio = min(timings[1], timings[3]) / max(min(timings[0], timings[2]), 1e-4)
+    assert ratio < 10, f"4x the input took {ratio:.1f}x the time"
+
+
+# --------------------------------------------------------------------------- same results
+
+_OLD_KEYISH = re.compile(
+    r"(?i)(\b[\w.\-]*?(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|passphrase|"
+    r"access[_\-]?key|private[_\-]?key|auth|credentials?)[\w.\-]*"
+    r"[\"']?\s*[:=]\s*[\"']?)"
+    r"([A-Za-z0-9+/_\-.~=]{16,})"
+)
+_OLD_JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")
+_PIECES = st.sampled_from(
+    ["token", "api_key", "Secret", "auth", "x", "-", ".", "_", "=", ":", " ", "\n", '"', "'"]
+    + ["abcdefgh", "ABCDEFGH12345678", "~+/", "eyJ", "eyJabcdefghij", "é", "0123456789"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join))
+def test_keyish_scanner_agrees_with_the_old_pattern(text: str) -> None:
+    assert _keyish(text, "<R>") == _OLD_KEYISH.sub(lambda m: m.group(1) + "<R>", text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join))
+def test_jwt_scanner_agrees_with_the_old_pattern(text: str) -> None:
+    assert _jwt(text, "<R>") == _OLD_JWT.sub("<R>", text)
+
+
+# --------------------------------------------------------------------------- the event loop
+
+
+@pytest.mark.anyio
+async def test_a_megabyte_tool_result_does_not_starve_the_loop() -> None:
+    """A heartbeat keeps ticking while 1 MB of adversarial tool output is redacted, and an
+    abort sent the moment the tool finishes (the redaction still ahead) ends the run at once."""
+    heavy = Recorder("dump", reply=ADVERSARIAL["hyphenated UUIDs joined by hyphens"])
+    agent = Agent(
+        model=MODEL,
+        stream_fn=ScriptedStream([reply_tool_calls(("dump", {})), reply_text("never")]),
+        tools=[heavy],
+        post_turn_policies=[PiiRedactor()],
+    )
+    gaps: list[float] = []
+    aborted_at: list[float] = []
+    done = anyio.Event()
+
+    def on_event(event: object) -> None:
+        if type(event) is ToolExecutionEnd:
+            aborted_at.append(anyio.current_time())
+            agent.abort()
+
+    async def heartbeat() -> None:
+        last = anyio.current_time()
+        while not done.is_set():
+            await anyio.sleep(0.01)
+            now = anyio.current_time()
+            gaps.append(now - last)
+            last = now
+
+    agent.subscribe(on_event)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heartbeat)
+        with anyio.fail_after(60):
+            result = await agent.prompt("go")
+        ended_at = anyio.current_time()
+        done.set()
+    assert heavy.ran == [{}]
+    assert result.stop_reason is StopReason.ABORTED, result
+    assert ended_at - aborted_at[0] < 2.0
+    assert max(gaps) < 2.0, f"the loop was blocked for {max(gaps) * 1000:.0f} ms"
