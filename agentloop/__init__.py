@@ -32,6 +32,7 @@ from ._errors import (
     AgentError as AgentError,
     AlreadyRunning as AlreadyRunning,
     ContextWindowOverflow as ContextWindowOverflow,
+    HookFailed as HookFailed,
     InvalidContinue as InvalidContinue,
     ModelError as ModelError,
     ModelThrottled as ModelThrottled,
@@ -123,6 +124,7 @@ from ._tools import (
     Tool as Tool,
     ToolArgumentError as ToolArgumentError,
     ToolContext as ToolContext,
+    current_tool_context as current_tool_context,
     tool as tool,
 )
 from ._types import (
@@ -200,6 +202,7 @@ __all__ = [
     "Extension",
     "ExtensionBlock",
     "FunctionTool",
+    "HookFailed",
     "Image",
     "Inject",
     "InvalidContinue",
@@ -276,6 +279,7 @@ __all__ = [
     "agent_loop",
     "agent_loop_continue",
     "compact_messages",
+    "current_tool_context",
     "decode",
     "default_convert_to_llm",
     "encode",

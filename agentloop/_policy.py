@@ -76,13 +76,13 @@ class Stop(_Verdict, frozen=True, tag="stop"):
     reason: str
 
 
-class Inject(_Verdict, frozen=True, tag="inject"):
+class Inject(_Verdict, frozen=True, tag="inject", gc=True):
     """Add ``messages`` to the context (pre-turn: before the model call; else: next turn)."""
 
     messages: list[AgentMessage]
 
 
-class Replace(_Verdict, frozen=True, tag="replace"):
+class Replace(_Verdict, frozen=True, tag="replace", gc=True):
     """Post-turn only: replace the turn's tool results before they are committed.
 
     The replacements must answer the same calls in the same order; the assistant message and
@@ -102,7 +102,7 @@ class Skip(_Verdict, frozen=True, tag="skip"):
     reason: str
 
 
-class Rewrite(_Verdict, frozen=True, tag="rewrite"):
+class Rewrite(_Verdict, frozen=True, tag="rewrite", gc=True):
     """Run the call with these arguments instead (the policies see the new ones again)."""
 
     arguments: Any
@@ -245,7 +245,7 @@ class Rejected(_Verdict, frozen=True, tag="rejected"):
     reason: str = "the user rejected this tool call"
 
 
-class ApprovedWith(_Verdict, frozen=True, tag="approved_with"):
+class ApprovedWith(_Verdict, frozen=True, tag="approved_with", gc=True):
     """Run the call with these arguments (they pass the pre-dispatch policies again)."""
 
     arguments: Any
