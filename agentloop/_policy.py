@@ -1,8 +1,13 @@
 """Policy hooks: the four slots where an application can steer or stop the loop, and approval.
 
-Policies are synchronous and cheap; each returns a verdict. A policy that raises is reported
-(logged) and treated as ``Continue``/``Allow``: it never kills the loop. Every policy sees a
-read-only view of the committed context, valid for the duration of the call.
+Policies are synchronous and cheap; each returns a verdict. Every policy sees a read-only view
+of the committed context, valid for the duration of the call.
+
+A policy that raises fails closed, since most policies guard something: in the pre-dispatch
+slot the call is rejected with an error result naming the policy; in the other slots the run
+ends with stop reason ``error`` and a ``HookFailed`` error naming it. A policy that is only a
+convenience (an audit log, say) declares ``fail_open = True``: its failures are logged and count
+as ``Continue``/``Allow``. Approval fails closed as well: an approval hook that raises rejects.
 
 =============  ===========================================  ================================
 slot           when                                         verdicts
