@@ -1,31 +1,51 @@
-"""``JsonlSessionStore``: one append-only JSONL file per session, plus a small metadata file."""
+"""``JsonlSessionStore``: one append-only JSONL file per session, plus a small metadata file.
+
+Several processes may share a directory: every change to a session happens under an exclusive
+``flock`` of its log (reads take a shared one), so appends never interleave and the repair of a
+torn last line only ever cuts what a writer that died left behind. Where ``fcntl`` is missing
+(Windows), the locks cover the threads of one process only: there, one process per directory.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._codec import decode, encode
+from ._session_codec import decode_records, is_message
 from ._sessions import (
     _ID,
     SessionInfo,
     SessionNotFound,
     _auto_fields,
-    _decode_all,
     _new_id,
     _ThreadedStore,
     logger,
 )
-from ._types import AgentMessage
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import types
+    from collections.abc import Callable, Iterator, Sequence
+
+    from ._types import AgentMessage
 
 __all__ = ["JsonlSessionStore"]
+
+
+def _import_fcntl() -> types.ModuleType | None:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return None
+    return fcntl
+
+
+_fcntl = _import_fcntl()
+_BINARY = getattr(os, "O_BINARY", 0)
 
 
 class _Meta(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,26 +77,57 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def _locked(fd: int, *, exclusive: bool) -> Iterator[None]:
+    """Hold ``flock`` on ``fd`` (no-op without ``fcntl``), released even if a child process
+    inherited the descriptor."""
+    if _fcntl is None:
+        yield
+        return
+    _fcntl.flock(fd, _fcntl.LOCK_EX if exclusive else _fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        _fcntl.flock(fd, _fcntl.LOCK_UN)
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class JsonlSessionStore(_ThreadedStore[bytes]):
     """One append-only JSONL file per session in ``directory``, plus a small metadata file.
 
-    Each append is written with one ``write`` and (with ``fsync``) flushed to disk before it
-    returns. A crash mid-write leaves a torn last line: ``load`` ignores it with a logged
-    warning, and the next append cuts it off first, so one torn record never costs the rest of
-    the session. ``message_count`` counts complete lines.
+    Each append is written under an exclusive lock of the log (``flock``; see the module notes)
+    and (with ``fsync``) flushed to disk before it returns. It is all or none: if a write or
+    the flush fails (a full disk), the log is cut back to where the append began, so a retry
+    never stores a message twice. A crash mid-write leaves a torn last line: ``load`` ignores
+    it with a logged warning, and the next append (holding the lock, so no live writer is
+    mid-line) cuts it off first. A record that is not a message (garbage, nesting too deep,
+    wrong types) is skipped with a warning; the rest of the session loads. ``message_count``
+    counts complete lines.
 
     Args:
         directory: where the files live (created on first use).
         fsync: flush every write to disk (turn off only for tests and throwaway sessions).
+
+    Attributes:
+        locks_across_processes: whether appends from other processes are serialised too
+            (``False`` where ``fcntl`` is missing: there, one process per directory).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.directory = os.fspath(directory)
         self.fsync = fsync
+        self.locks_across_processes = _fcntl is not None
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
-        self._meta: dict[str, _Meta] = {}
-        self._counts: dict[str, tuple[int, int]] = {}  # id -> (bytes counted, lines)
+        self._meta: dict[str, tuple[tuple[int, int, int], _Meta]] = {}  # id -> (file stat, meta)
+        # id -> ((device, inode), bytes up to the last newline counted, lines)
+        self._counts: dict[str, tuple[tuple[int, int], int, int]] = {}
 
     def _lock(self, sid: str) -> threading.Lock:
         with self._guard:
@@ -95,40 +146,79 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
         # Ids name files: a malformed one never reaches a path.
         return _new_id(session_id)
 
-    def _encode(self, messages: Sequence[AgentMessage]) -> bytes:
-        return b"".join([encode(m) + b"\n" for m in messages])
+    def _pack(self, records: list[bytes]) -> bytes:
+        return b"".join([record + b"\n" for record in records])
 
     # ---------------------------------------------------------------- worker-thread parts
 
+    @contextlib.contextmanager
+    def _open_log(self, sid: str, flags: int, *, exclusive: bool) -> Iterator[int]:
+        """The session's log, open and locked.
+
+        Raises:
+            SessionNotFound: no such session (or it was deleted while we waited for the lock).
+        """
+        path = self._log(sid)
+        while True:
+            try:
+                fd = os.open(path, flags | _BINARY)
+            except FileNotFoundError:
+                raise SessionNotFound(sid) from None
+            try:
+                with _locked(fd, exclusive=exclusive):
+                    # Deleted, maybe created again, while we waited: open the log anew.
+                    mine = os.fstat(fd)
+                    try:
+                        now = os.stat(path)
+                    except FileNotFoundError:
+                        now = None
+                    if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                        yield fd
+                        return
+            finally:
+                os.close(fd)
+
     def _write_meta(self, sid: str, meta: _Meta) -> None:
         path = self._meta_path(sid)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(msgspec.json.encode(meta))
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(msgspec.json.encode(meta))
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        finally:
+            self._meta.pop(sid, None)
         if self.fsync:
             _fsync_dir(self.directory)
-        self._meta[sid] = meta
 
     def _read_meta(self, sid: str) -> _Meta:
-        meta = self._meta.get(sid)
-        if meta is not None:
-            return meta
-        log = self._log(sid)
+        """The metadata, cached until its file changes (another process may change it)."""
+        path = self._meta_path(sid)
         try:
-            meta = _meta_decoder.decode(_read(self._meta_path(sid)))
+            stat = os.stat(path)
         except FileNotFoundError:
-            if not os.path.exists(log):
-                raise SessionNotFound(sid) from None
             # The log was created but the process died before the metadata was written.
-            meta = _Meta(created_at=os.stat(log).st_mtime_ns // 1_000_000)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            try:
+                created = os.stat(self._log(sid)).st_mtime_ns // 1_000_000
+            except FileNotFoundError:
+                raise SessionNotFound(sid) from None
+            return _Meta(created_at=created)
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._meta.get(sid)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            meta = _meta_decoder.decode(_read(path))
+        except Exception as exc:  # noqa: BLE001 - a hostile file costs only its defaults
             logger.warning("%s: unreadable metadata, using defaults: %s", sid, exc)
-            meta = _Meta(created_at=os.stat(log).st_mtime_ns // 1_000_000)
-        self._meta[sid] = meta
+            meta = _Meta(created_at=stat.st_mtime_ns // 1_000_000)
+        self._meta[sid] = (key, meta)
         return meta
 
     def _create(self, info: SessionInfo) -> SessionInfo:
@@ -139,43 +229,68 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
         os.makedirs(self.directory, exist_ok=True)
         with self._lock(sid):
             try:
-                fd = os.open(self._log(sid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(self._log(sid), os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 raise ValueError(f"session {sid!r} already exists") from None
-            os.close(fd)
-            self._write_meta(sid, meta)  # also makes the new log's directory entry durable
-            self._counts[sid] = (0, 0)
-        return self._info(sid)
-
-    def _append(self, sid: str, payload: bytes, messages: Sequence[AgentMessage]) -> None:
-        with self._lock(sid):
             try:
-                fd = os.open(self._log(sid), os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            try:
-                size = os.fstat(fd).st_size
-                if size:
-                    os.lseek(fd, size - 1, os.SEEK_SET)
-                    if os.read(fd, 1) != b"\n":
-                        payload = self._heal(sid, fd, size) + payload
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if self.fsync:
-                    os.fsync(fd)
+                with _locked(fd, exclusive=True):
+                    self._write_meta(sid, meta)  # also makes the log's directory entry durable
             finally:
                 os.close(fd)
-            meta = self._read_meta(sid)
-            title, model = _auto_fields(meta.title, meta.model, messages)
-            if (title, model) != (meta.title, meta.model):
-                self._write_meta(sid, msgspec.structs.replace(meta, title=title, model=model))
+            self._counts.pop(sid, None)
+        return self._info(sid)
+
+    def _append(
+        self, sid: str, payload: bytes, messages: Sequence[AgentMessage], claim: Callable[[], None]
+    ) -> None:
+        with self._lock(sid), self._open_log(sid, os.O_RDWR | os.O_APPEND, exclusive=True) as fd:
+            claim()
+            size = os.fstat(fd).st_size
+            if size:
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":
+                    payload = self._heal(sid, fd, size) + payload
+                    size = os.fstat(fd).st_size
+            try:
+                view = memoryview(payload)
+                while view:
+                    written = os.write(fd, view)
+                    if written <= 0:
+                        raise OSError(errno.EIO, "a write made no progress")
+                    view = view[written:]
+                if self.fsync:
+                    os.fsync(fd)
+            except BaseException:
+                self._roll_back(sid, fd, size)
+                raise
+            # The messages are stored: nothing below may fail the append (a retry would
+            # store them twice).
+            try:
+                self._note_title(sid, messages)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("%s: could not update the title or model: %s", sid, exc)
+
+    def _roll_back(self, sid: str, fd: int, size: int) -> None:
+        """Cut the log back to ``size``, where a failed append began."""
+        try:
+            os.ftruncate(fd, size)
+            if self.fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            logger.error("%s: could not roll back a failed append: %s", sid, exc)
+
+    def _note_title(self, sid: str, messages: Sequence[AgentMessage]) -> None:
+        meta = self._read_meta(sid)
+        title, model = _auto_fields(meta.title, meta.model, messages)
+        if (title, model) != (meta.title, meta.model):
+            self._write_meta(sid, msgspec.structs.replace(meta, title=title, model=model))
 
     def _heal(self, sid: str, fd: int, size: int) -> bytes:
         """Deal with a last line lacking its newline; returns what to write before the append.
 
-        A complete record that only lost its newline gets one; a torn record (a crash
-        mid-write) is cut off, since no reader could ever use it.
+        Called under the exclusive lock, so no live writer is mid-line: a complete record that
+        only lost its newline gets one; a torn record (a crash mid-write) is cut off, since no
+        reader could ever use it.
         """
         pos, tail = size, b""
         while pos > 0:
@@ -189,55 +304,53 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
                 tail = chunk[newline + 1 :] + tail
                 break
             tail = chunk + tail
-        try:
-            decode(tail, AgentMessage)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            logger.warning("%s: cutting off a torn last line (%d bytes)", sid, len(tail))
-            os.ftruncate(fd, pos)
-            self._counts.pop(sid, None)
-            return b""
-        return b"\n"
+        if is_message(tail):
+            return b"\n"
+        logger.warning("%s: cutting off a torn last line (%d bytes)", sid, len(tail))
+        os.ftruncate(fd, pos)
+        return b""
 
     def _load(self, sid: str) -> list[AgentMessage]:
-        try:
-            data = _read(self._log(sid))
-        except FileNotFoundError:
-            raise SessionNotFound(sid) from None
+        with self._open_log(sid, os.O_RDONLY, exclusive=False) as fd:
+            data = _read_fd(fd)
         lines = data.split(b"\n")
         tail = lines.pop()
-        chunks = [line for line in lines if line.strip()]
+        records = [line for line in lines if line.strip()]
         if tail.strip():
-            try:
-                decode(tail, AgentMessage)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            if is_message(tail):
+                records.append(tail)  # complete, only its newline was lost
+            else:
                 logger.warning(
                     "%s: ignoring a torn last line (%d bytes; a crash mid-write?)", sid, len(tail)
                 )
-            else:
-                chunks.append(tail)  # complete, only its newline was lost
-        return _decode_all(chunks, sid)
+        return decode_records(records, sid)
 
-    def _count(self, sid: str, size: int) -> int:
-        counted, lines = self._counts.get(sid, (0, 0))
-        if size < counted:
-            counted, lines = 0, 0
-        if size > counted:
-            with open(self._log(sid), "rb") as f:
-                f.seek(counted)
-                while chunk := f.read(1 << 20):
-                    lines += chunk.count(b"\n")
-            self._counts[sid] = (size, lines)
+    def _count(self, sid: str, fd: int) -> int:
+        # Only whole lines are counted, and the log only ever changes after its last newline
+        # (appends, torn-line cuts, roll-backs), so what was counted stays counted.
+        stat = os.fstat(fd)
+        file = (stat.st_dev, stat.st_ino)
+        counted, lines = 0, 0
+        cached = self._counts.get(sid)
+        if cached is not None and cached[0] == file and cached[1] <= stat.st_size:
+            _, counted, lines = cached
+        if stat.st_size > counted:
+            os.lseek(fd, counted, os.SEEK_SET)
+            pos = counted
+            while chunk := os.read(fd, 1 << 20):
+                newlines = chunk.count(b"\n")
+                if newlines:
+                    lines += newlines
+                    counted = pos + chunk.rfind(b"\n") + 1
+                pos += len(chunk)
+        self._counts[sid] = (file, counted, lines)
         return lines
 
     def _info(self, sid: str) -> SessionInfo:
-        # Under the session's lock: never between an append's write and its healing.
-        with self._lock(sid):
+        with self._lock(sid), self._open_log(sid, os.O_RDONLY, exclusive=False) as fd:
             meta = self._read_meta(sid)
-            try:
-                stat = os.stat(self._log(sid))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            count = self._count(sid, stat.st_size)
+            stat = os.fstat(fd)
+            count = self._count(sid, fd)
         return SessionInfo(
             id=sid,
             title=meta.title,
@@ -263,20 +376,27 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
         return out
 
     def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo:
-        with self._lock(sid):
+        with self._lock(sid), self._open_log(sid, os.O_RDONLY, exclusive=True):
             meta = self._read_meta(sid)
             self._write_meta(sid, msgspec.structs.replace(meta, **changes))
         return self._info(sid)
 
     def _delete(self, sid: str) -> None:
         with self._lock(sid):
-            try:
-                os.remove(self._log(sid))
-            except FileNotFoundError:
-                raise SessionNotFound(sid) from None
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._meta_path(sid))
-            self._meta.pop(sid, None)
-            self._counts.pop(sid, None)
-            if self.fsync:
-                _fsync_dir(self.directory)
+            if _fcntl is None:  # Windows cannot remove a file it holds open
+                self._remove(sid)
+            else:
+                with self._open_log(sid, os.O_RDONLY, exclusive=True):
+                    self._remove(sid)
+
+    def _remove(self, sid: str) -> None:
+        try:
+            os.remove(self._log(sid))
+        except FileNotFoundError:
+            raise SessionNotFound(sid) from None
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._meta_path(sid))
+        self._meta.pop(sid, None)
+        self._counts.pop(sid, None)
+        if self.fsync:
+            _fsync_dir(self.directory)

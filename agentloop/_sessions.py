@@ -2,31 +2,33 @@
 
 A session is an append-only list of messages plus a little metadata. Both stores do their file
 work in worker threads (``anyio.to_thread``), never on the event loop, and encode messages with
-``agentloop.encode`` so ``CustomMessage`` subclasses round-trip. Each store has its own module
-(``_jsonl_store``, ``_sqlite_store``); their async methods live once, in ``_ThreadedStore``.
+``agentloop.encode`` so ``CustomMessage`` subclasses round-trip; a message that cannot be encoded
+is stored degraded and a record that cannot be read is skipped (``_session_codec``). Each store
+has its own module (``_jsonl_store``, ``_sqlite_store``); their async methods live once, in
+``_ThreadedStore``. An append is all or none, and a cancelled one is either called off or
+finishes in its thread (``_Write``).
 
-``SessionRecorder`` persists an agent's committed messages as a run goes (it subscribes to
-``MessageEnd`` events), and ``resume`` loads a session back with its tail repaired: a tool call
-left without a result (the process died mid-batch) gets a synthetic error result, so the history
-handed to a model is always well paired.
+``SessionRecorder`` (``_session_recorder``) persists an agent's committed messages as a run goes,
+and ``resume`` loads a session back with its tail repaired: a tool call left without a result
+(the process died mid-batch) gets a synthetic error result, so the history handed to a model is
+always well paired.
 """
 
 from __future__ import annotations
 
 import abc
-import collections
 import functools
 import logging
 import re
+import threading
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 import msgspec
 
-from ._codec import decode
-from ._errors import AgentError, single_exception
-from ._events import MessageEnd
+from ._errors import AgentError
+from ._session_codec import encode_records
 from ._types import (
     AgentMessage,
     AssistantMessage,
@@ -40,11 +42,6 @@ from ._types import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
-
-    from anyio.abc import TaskGroup
-
-    from ._events import AgentEvent
 
 __all__ = [
     "JsonlSessionStore",
@@ -101,6 +98,12 @@ class SessionStore(Protocol):
 
     async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
         """Append messages durably, in order; all of them or (on error) none.
+
+        A message the store cannot encode is best stored in a degraded form or left out, not
+        raised (the built-in stores' rule is in ``agentloop._session_codec``). Cancelled, an
+        append must either store nothing or finish storing everything before a later call can
+        see the session: ``SessionRecorder`` counts a cancelled append of any store but the
+        built-in ones as having stored nothing, and appends those messages again later.
 
         Raises:
             SessionNotFound: no such session.
@@ -176,32 +179,79 @@ def _auto_fields(
     return title, model
 
 
-def _decode_all(chunks: list[bytes], where: str) -> list[AgentMessage]:
-    """Decode encoded messages, at C speed when all are sound; bad ones are logged and skipped."""
-    if not chunks:
-        return []
-    try:
-        return decode(b"[" + b",".join(chunks) + b"]", list[AgentMessage])
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
-    out: list[AgentMessage] = []
-    for number, chunk in enumerate(chunks, 1):
-        try:
-            out.append(decode(chunk, AgentMessage))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            logger.warning("%s: skipping unreadable record %d: %s", where, number, exc)
-    return out
-
-
 async def _run(func: Callable[..., T], *args: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(func, *args))
+    # Abandoned when cancelled: a thread waiting for another process's lock never holds up
+    # a cancel scope.
+    return await anyio.to_thread.run_sync(functools.partial(func, *args), abandon_on_cancel=True)
+
+
+class _CalledOff(Exception):
+    """An append was called off before it wrote anything (its caller stopped waiting)."""
+
+
+class _Write:
+    """One append handed to a worker thread; its caller may stop waiting for it at any time.
+
+    The thread calls ``claim()`` once it holds the session's locks, just before it changes
+    anything: from then on the append runs to its end (all or none) even if nobody waits for
+    it any more. Until then, ``call_off()`` stops it from ever writing. So an abandoned append
+    is either certainly not written or settles, in order, before anything else can touch the
+    session; ``done`` and ``error`` tell which way it went.
+    """
+
+    __slots__ = ("_mutex", "_state", "done", "error", "rejected")
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._state = "pending"  # -> "called off" | "writing"
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.rejected: list[Exception] = []  # why messages that cannot be stored were left out
+
+    def claim(self) -> None:
+        """In the worker thread, before the first change.
+
+        Raises:
+            _CalledOff: the caller stopped waiting before the append started.
+        """
+        with self._mutex:
+            if self._state == "called off":
+                raise _CalledOff
+            self._state = "writing"
+
+    def call_off(self) -> bool:
+        """Stop the append if it has not started writing; whether it will never write."""
+        with self._mutex:
+            if self._state == "pending":
+                self._state = "called off"
+            return self._state == "called off"
+
+    def run(self, append: Callable[..., None], *args: Any) -> None:
+        """In the worker thread: the store's append, its outcome recorded."""
+        try:
+            append(*args, self.claim)
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            self.done.set()
 
 
 class _ThreadedStore(abc.ABC, Generic[P]):
     """The ``SessionStore`` methods, each running its synchronous twin in a worker thread.
 
-    A subclass supplies the twins (``_create``, ``_append``, ...), ``_encode`` (messages as its
-    ``_append`` takes them, on the event loop) and, to check ids, ``_session_id``.
+    A subclass supplies the twins (``_create``, ``_append``, ...), ``_pack`` (the encoded
+    records as its ``_append`` takes them) and, to check ids, ``_session_id``. Its ``_append``
+    calls ``claim()`` once it holds the session's locks and before it changes anything, and is
+    all or none.
+
+    Messages are encoded on the event loop by ``_session_codec.encode_records``: one that cannot
+    be encoded is stored in a degraded form or skipped, never raised.
+
+    Every method can be cancelled at once: its thread is abandoned. A cancelled append is
+    either called off before it changes anything or finishes, all or none, before any later
+    operation on the session; a cancelled ``create``, ``update`` or ``delete`` may still take
+    effect.
     """
 
     def _session_id(self, session_id: str) -> str:
@@ -209,11 +259,13 @@ class _ThreadedStore(abc.ABC, Generic[P]):
         return session_id
 
     @abc.abstractmethod
-    def _encode(self, messages: Sequence[AgentMessage]) -> P: ...
+    def _pack(self, records: list[bytes]) -> P: ...
     @abc.abstractmethod
     def _create(self, info: SessionInfo) -> SessionInfo: ...
     @abc.abstractmethod
-    def _append(self, sid: str, payload: P, messages: Sequence[AgentMessage]) -> None: ...
+    def _append(
+        self, sid: str, payload: P, messages: Sequence[AgentMessage], claim: Callable[[], None]
+    ) -> None: ...
     @abc.abstractmethod
     def _load(self, sid: str) -> list[AgentMessage]: ...
     @abc.abstractmethod
@@ -224,6 +276,24 @@ class _ThreadedStore(abc.ABC, Generic[P]):
     def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo: ...
     @abc.abstractmethod
     def _delete(self, sid: str) -> None: ...
+
+    async def _append_tracked(
+        self, session_id: str, messages: Sequence[AgentMessage], write: _Write
+    ) -> None:
+        """Append through ``write``, which its caller keeps to learn how an abandoned append
+        ended (``SessionRecorder`` does)."""
+        sid = self._session_id(session_id)
+        records, kept, write.rejected = encode_records(messages, sid)
+        if not records:
+            write.done.set()
+            return
+        try:
+            await anyio.to_thread.run_sync(
+                write.run, self._append, sid, self._pack(records), kept, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            write.call_off()
+            raise
 
     async def create(
         self,
@@ -245,10 +315,17 @@ class _ThreadedStore(abc.ABC, Generic[P]):
         return await _run(self._create, info)
 
     async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
-        if not messages:
-            return
-        payload = self._encode(messages)
-        await _run(self._append, self._session_id(session_id), payload, list(messages))
+        """Append messages, all or none (see ``SessionStore.append``).
+
+        Cancelled, the append either never writes or finishes in its worker thread before any
+        later operation on the session (from this process or another) can see the session.
+
+        Raises:
+            SessionNotFound: no such session.
+            OSError: the file system failed (the append left nothing behind).
+        """
+        if messages:
+            await self._append_tracked(session_id, messages, _Write())
 
     async def load(self, session_id: str) -> list[AgentMessage]:
         return await _run(self._load, self._session_id(session_id))
@@ -333,133 +410,7 @@ async def resume(store: SessionStore, session_id: str) -> list[AgentMessage]:
     return repair_history(await store.load(session_id))
 
 
-class SessionRecorder:
-    """Persists the messages an agent commits, in order, as its runs go.
-
-    Subscribe it to the agent (``agent.subscribe(recorder)``, or pass ``recorder.record`` as
-    the agent's ``on_message``): that synchronous part only queues each committed message. The
-    appends happen in ``run()``, a drain task for the task group that runs the agent, or in
-    ``flush()``; ``running()`` packages both around a block. Each append is shielded from
-    cancellation, so cancelling the drain task never leaves a message half-stored or stored
-    twice.
-
-    Attributes:
-        stored: how many messages have been appended so far.
-    """
-
-    def __init__(self, store: SessionStore, session_id: str) -> None:
-        self.store = store
-        self.session_id = session_id
-        self.stored = 0
-        self._queue: collections.deque[AgentMessage] = collections.deque()
-        self._wakeup: anyio.Event | None = None
-        self._lock: anyio.Lock | None = None
-
-    def __call__(self, event: AgentEvent) -> None:
-        """Queue the message of a ``MessageEnd`` event (other events are ignored)."""
-        if type(event) is MessageEnd:
-            self.record(event.message)
-
-    def record(self, message: AgentMessage) -> None:
-        """Queue one committed message (fits the Agent's ``on_message`` hook)."""
-        self._queue.append(message)
-        if self._wakeup is not None:
-            self._wakeup.set()
-
-    @property
-    def pending(self) -> int:
-        """How many queued messages are not stored yet."""
-        return len(self._queue)
-
-    async def flush(self) -> None:
-        """Append every queued message to the store.
-
-        Raises:
-            Exception: whatever the store raised; the messages it did not take stay queued.
-        """
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            while self._queue:
-                batch = list(self._queue)
-                with anyio.CancelScope(shield=True):
-                    await self.store.append(self.session_id, batch)
-                for _ in batch:
-                    self._queue.popleft()
-                self.stored += len(batch)
-
-    async def _drain(self) -> None:
-        try:
-            await self.run()
-        except Exception:
-            # The messages stay queued; the final flush of ``running()`` tries again.
-            logger.exception(
-                "%s: storing messages failed; retrying when the run ends", self.session_id
-            )
-
-    async def run(self) -> None:
-        """Flush whenever messages are queued, until cancelled.
-
-        Raises:
-            Exception: whatever the store raised.
-        """
-        while True:
-            if not self._queue:
-                self._wakeup = anyio.Event()
-                try:
-                    await self._wakeup.wait()
-                finally:
-                    self._wakeup = None
-            await self.flush()
-
-    def running(self, *, final_flush_timeout: float = 10.0) -> _Recording:
-        """Run the drain task around an ``async with`` block, then flush what is left.
-
-        The final flush also runs when the block is cancelled (shielded; it starts no new
-        append after ``final_flush_timeout`` seconds), so a cancelled run keeps every message
-        it committed. If the store fails while the block runs, draining stops (the
-        failure is logged) and the final flush tries again.
-
-        Raises:
-            Exception: whatever the store raised in the final flush; an exception from the
-                block comes out as itself, never wrapped in an exception group.
-        """
-        return _Recording(self, final_flush_timeout)
-
-
-class _Recording:
-    """``SessionRecorder.running()``: a class, so no generator yields inside its task group."""
-
-    def __init__(self, recorder: SessionRecorder, final_flush_timeout: float) -> None:
-        self._recorder = recorder
-        self._timeout = final_flush_timeout
-        self._tg: TaskGroup | None = None
-
-    async def __aenter__(self) -> SessionRecorder:
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        tg.start_soon(self._recorder._drain)
-        return self._recorder
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg = self._tg
-        assert tg is not None
-        tg.cancel_scope.cancel()
-        try:
-            return await tg.__aexit__(exc_type, exc, tb)
-        except BaseExceptionGroup as group:
-            raise single_exception(group) from None
-        finally:
-            with anyio.move_on_after(self._timeout, shield=True):
-                await self._recorder.flush()
-
-
-# Re-exported; last, because the stores subclass ``_ThreadedStore`` and take helpers from here.
+# Re-exported; last, because these modules take ``_ThreadedStore`` and helpers from here.
 from ._jsonl_store import JsonlSessionStore as JsonlSessionStore  # noqa: E402
+from ._session_recorder import SessionRecorder as SessionRecorder  # noqa: E402
 from ._sqlite_store import SqliteSessionStore as SqliteSessionStore  # noqa: E402

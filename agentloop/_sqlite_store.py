@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 
-from ._codec import encode
-from ._sessions import SessionInfo, SessionNotFound, _auto_fields, _decode_all, _run, _ThreadedStore
+from ._session_codec import decode_records
+from ._sessions import SessionInfo, SessionNotFound, _auto_fields, _run, _ThreadedStore, logger
 from ._types import AgentMessage, now_ms
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
 __all__ = ["SqliteSessionStore"]
 
@@ -40,8 +40,23 @@ CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC);
 _COLUMNS = "id, title, model, created_at, updated_at, message_count, metadata"
 
 
+def _as_bytes(value: object) -> bytes:
+    # SQLite keeps whatever type a row was given; another program may have written text.
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8", "replace")
+
+
+_metadata_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
 def _row_info(row: tuple[Any, ...]) -> SessionInfo:
     sid, title, model, created, updated, count, metadata = row
+    try:
+        decoded = _metadata_decoder.decode(metadata)
+    except Exception as exc:  # noqa: BLE001 - a hostile row costs only its metadata
+        logger.warning("%s: unreadable metadata, using none: %s", sid, exc)
+        decoded = {}
     return SessionInfo(
         id=sid,
         title=title,
@@ -49,7 +64,7 @@ def _row_info(row: tuple[Any, ...]) -> SessionInfo:
         created_at=created,
         updated_at=updated,
         message_count=count,
-        metadata=msgspec.json.decode(metadata),
+        metadata=decoded,
     )
 
 
@@ -58,8 +73,10 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
 
     Every operation runs in a worker thread on a pooled connection (a connection is used by one
     thread at a time). Writes from this process are serialised by a lock, so concurrent appends
-    never wait on SQLite's busy handler; other processes are covered by ``timeout``. Close the
-    store (``aclose()`` or ``async with``) to close its connections.
+    never wait on SQLite's busy handler; other processes are covered by ``timeout``. Each append
+    is one transaction: all or none, a full disk included. A row that is not a message is
+    skipped with a warning; the rest of the session loads. Close the store (``aclose()`` or
+    ``async with``) to close its connections.
 
     Args:
         path: the database file (created on first use).
@@ -99,8 +116,8 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
         for conn in idle:
             conn.close()
 
-    def _encode(self, messages: Sequence[AgentMessage]) -> list[bytes]:
-        return [encode(m) for m in messages]
+    def _pack(self, records: list[bytes]) -> list[bytes]:
+        return records
 
     # ---------------------------------------------------------------- worker-thread parts
 
@@ -174,8 +191,16 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
                 raise ValueError(f"session {info.id!r} already exists") from None
         return info
 
-    def _append(self, sid: str, rows: list[bytes], messages: Sequence[AgentMessage]) -> None:
+    def _append(
+        self,
+        sid: str,
+        rows: list[bytes],
+        messages: Sequence[AgentMessage],
+        claim: Callable[[], None],
+    ) -> None:
+        # One transaction: a full disk or a crash leaves none of the rows.
         with self._transaction() as conn:
+            claim()
             row = conn.execute(
                 "SELECT message_count, title, model FROM sessions WHERE id = ?", (sid,)
             ).fetchone()
@@ -205,7 +230,7 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
                 ).fetchall()
             finally:
                 conn.execute("COMMIT")
-        return _decode_all([bytes(r[0]) for r in rows], sid)
+        return decode_records([_as_bytes(r[0]) for r in rows], sid)
 
     def _info(self, sid: str) -> SessionInfo:
         with self._conn() as conn:

@@ -21,6 +21,7 @@ payload carries one).
 from __future__ import annotations
 
 import email.utils
+import math
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ __all__ = [
     "classify",
     "classify_payload",
     "classify_response",
+    "decode_body",
     "error_info",
     "is_context_overflow",
     "parse_retry_after",
@@ -75,7 +77,7 @@ OVERFLOW_WORDINGS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "gemini",
-        r"input token count.*exceeds the maximum",
+        r"input token count.{0,100}?exceeds the maximum",
         "The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).",
     ),
     (
@@ -217,11 +219,11 @@ def _seconds(value: str) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError, OSError):
             return None
-        return max(0.0, when.timestamp() - time.time())
-    return seconds if seconds >= 0 and seconds == seconds else None  # NaN is not a delay
+        return max(0.0, seconds)
+    return seconds if seconds >= 0 and math.isfinite(seconds) else None  # nor NaN, nor inf
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, body: Any = None) -> float | None:
@@ -277,8 +279,21 @@ def _find_retry_delay(body: Any, depth: int = 0) -> float | None:
 def _text_of(body: Any) -> str:
     try:
         return msgspec.json.encode(body).decode()
-    except (TypeError, msgspec.EncodeError):
-        return str(body)
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+        return f"(an unreadable {type(body).__name__})"
+
+
+_UNREADABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
+def decode_body(body: bytes) -> Any:
+    """An error body as JSON, or as text when it is not JSON (or nested too deep to read)."""
+    if not body:
+        return ""
+    try:
+        return msgspec.json.decode(body)
+    except _UNREADABLE:
+        return body.decode("utf-8", "replace").strip()
 
 
 # --------------------------------------------------------------------------- payloads
@@ -305,15 +320,19 @@ def error_info(body: Any) -> ErrorInfo:
     Understands ``{"error": {"message", "type", "code"}}`` (OpenAI, Anthropic, Groq, Gemini's
     ``status``), ``{"error": "text"}`` (Ollama), ``{"message": ...}`` (Bedrock, Mistral),
     ``{"detail": ...}`` and Gemini's list-wrapped form; anything else becomes its JSON text.
+    Total: a body of any other shape gives an ``ErrorInfo`` too, never an exception.
     """
+    try:
+        return _error_info(body)
+    except Exception:  # noqa: BLE001 (an error body is untrusted input; the status still counts)
+        return ErrorInfo(message=f"(an error body of an unexpected shape: {type(body).__name__})")
+
+
+def _error_info(body: Any) -> ErrorInfo:
     if isinstance(body, list) and len(body) == 1:
         body = body[0]
     if isinstance(body, (bytes, bytearray)):
-        try:
-            body = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            text = bytes(body).decode("utf-8", "replace").strip()
-            return ErrorInfo(message=text[:_MAX_BODY_SHOWN])
+        body = decode_body(bytes(body))
     if isinstance(body, str):
         return ErrorInfo(message=body[:_MAX_BODY_SHOWN])
     if not isinstance(body, dict):
@@ -381,10 +400,7 @@ def classify_response(
     provider: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> ErrorEvent:
     """The ``ErrorEvent`` for an HTTP error response (status >= 400)."""
-    try:
-        parsed: Any = msgspec.json.decode(body) if body else ""
-    except msgspec.DecodeError:
-        parsed = body.decode("utf-8", "replace").strip()
+    parsed = decode_body(body)
     info = error_info(parsed)
     retry_after = parse_retry_after(headers, parsed)
     kind = classify(status, info, retry_after=retry_after)

@@ -36,9 +36,17 @@ import anyio
 import httpx
 import msgspec
 
-from agentloop import Done, ErrorEvent, ErrorKind
+from agentloop import (
+    AssistantMessageEvent,
+    Done,
+    ErrorEvent,
+    ErrorKind,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 
-from ._classify import classify_payload, classify_response
+from ._classify import classify_payload, classify_response, decode_body
 from ._ndjson import NDJSONError
 from ._sse import SSEDecoder
 
@@ -46,13 +54,14 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Mapping
     from types import TracebackType
 
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import LlmContext, ModelSpec, StreamOptions
 
 __all__ = [
     "FrameDecoder",
     "HttpProvider",
     "ProtocolError",
     "StreamParser",
+    "checked_event",
     "redact",
 ]
 
@@ -67,7 +76,10 @@ class ProtocolError(Exception):
     """Raised by a parser for a stream that breaks its provider's protocol."""
 
 
-_MALFORMED = (ProtocolError, NDJSONError, msgspec.DecodeError, ValueError, KeyError, TypeError)
+# Failures that say what is wrong in their own words.
+_MALFORMED = (ProtocolError, NDJSONError, msgspec.DecodeError)
+# Failures of a frame the body ended in the middle of.
+_CUT = (ProtocolError, NDJSONError, msgspec.DecodeError, ValueError)
 
 
 class FrameDecoder(Protocol):
@@ -114,6 +126,31 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+_event_types: dict[type, Any] = {}
+
+
+def checked_event(event: Any) -> AssistantMessageEvent:
+    """``event`` itself if it is a well-typed ``AssistantMessageEvent``.
+
+    Parsers build events from untrusted JSON, and ``msgspec.Struct`` constructors do not check
+    types: a number where the protocol has a string would otherwise travel on as an ill-typed
+    delta. Deltas, nearly every event of a stream, take a two-check path; the others are
+    checked field by field through a ``msgspec`` round trip.
+
+    Raises:
+        ProtocolError: ``event`` is not an event, or a field has the wrong type.
+    """
+    cls = type(event)
+    if cls is TextDelta or cls is ThinkingDelta or cls is ToolCallDelta:
+        if type(event.index) is int and type(event.delta) is str:
+            return event  # type: ignore[no-any-return]
+    try:
+        msgspec.convert(msgspec.to_builtins(event), AssistantMessageEvent)
+    except (msgspec.ValidationError, TypeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"{cls.__name__} of the wrong shape: {exc}") from None
+    return event  # type: ignore[no-any-return]
 
 
 class HttpProvider:
@@ -314,28 +351,19 @@ class HttpProvider:
                 # A server that answers a streaming request with one JSON document (an error
                 # object, typically) instead of an event stream.
                 body = await _read_limited(response)
-                yield self._redacted(classify_payload(name, _json_or_text(body)), key)
+                yield self._redacted(classify_payload(name, decode_body(body)), key)
                 return
             chunks = response.aiter_bytes()
             async for chunk in chunks:
-                for frame in decoder.feed(chunk):
-                    for event in parser.feed(frame):
-                        cls = type(event)
-                        if cls is ErrorEvent:
-                            yield self._redacted(event, key)  # type: ignore[arg-type]
-                            return
-                        yield event
-                        if cls is Done:
-                            return
-            tail: list[AssistantMessageEvent] = []
-            try:
-                for frame in decoder.close():
-                    tail.extend(parser.feed(frame))
-            except _MALFORMED:
-                # The body stopped in the middle of a frame: a cut stream, not a bad one.
-                tail = []
-            tail.extend(parser.end())
-            for event in tail:
+                for event in self._events(decoder, parser, chunk):
+                    cls = type(event)
+                    if cls is ErrorEvent:
+                        yield self._redacted(event, key)  # type: ignore[arg-type]
+                        return
+                    yield event
+                    if cls is Done:
+                        return
+            for event in self._tail(decoder, parser):
                 cls = type(event)
                 yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
                 if cls is Done or cls is ErrorEvent:
@@ -351,19 +379,55 @@ class HttpProvider:
             )
         except httpx.TransportError as exc:
             yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
-        except _MALFORMED as exc:
-            # A frame the parser could not use: bad JSON, or a shape the protocol does not
-            # allow (a missing field surfaces as KeyError/TypeError).
-            what = (
-                f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, KeyError | TypeError)
-                else str(exc)
-            )
-            yield self._fail(ErrorKind.OTHER, f"{name}: malformed stream: {what}", key)
         finally:
             # Runs on cancellation and on aclose() too; shielded so the socket really closes.
             with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
                 await _close(response, chunks)
+
+    def _events(
+        self, decoder: FrameDecoder, parser: StreamParser, chunk: bytes
+    ) -> list[AssistantMessageEvent]:
+        """The events ``chunk`` completes, up to a terminal one.
+
+        Total over any bytes: whatever the decoder or the parser raises, and an event of the
+        wrong shape, becomes a closing ``other`` error (after the events before it).
+        """
+        events: list[AssistantMessageEvent] = []
+        try:
+            for frame in decoder.feed(chunk):
+                for event in parser.feed(frame):
+                    events.append(checked_event(event))
+                    cls = type(event)
+                    if cls is Done or cls is ErrorEvent:
+                        return events
+        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
+            events.append(self._malformed(exc))
+        return events
+
+    def _tail(self, decoder: FrameDecoder, parser: StreamParser) -> list[AssistantMessageEvent]:
+        """The body ended: the events of a frame still pending, then the parser's last word."""
+        events: list[AssistantMessageEvent] = []
+        try:
+            for frame in decoder.close():
+                events.extend(checked_event(event) for event in parser.feed(frame))
+        except _CUT:
+            events = []  # the body stopped in the middle of a frame: a cut stream, not a bad one
+        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
+            return [*events, self._malformed(exc)]
+        try:
+            events.extend(checked_event(event) for event in parser.end())
+        except Exception as exc:  # noqa: BLE001
+            events.append(self._malformed(exc))
+        return events
+
+    def _malformed(self, exc: Exception) -> ErrorEvent:
+        """The error for a frame the adapter could not use: bad JSON, or a shape the protocol
+        does not allow (a missing field surfaces as ``KeyError``, a wrong type as ``TypeError``
+        or ``AttributeError``, deep nesting as ``RecursionError``)."""
+        what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
+        return ErrorEvent(
+            kind=ErrorKind.OTHER, message=f"{self.provider_name}: malformed stream: {what}"
+        )
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
         message = redact(event.message, key, self.__api_key)
@@ -385,13 +449,6 @@ async def _read_limited(response: httpx.Response) -> bytes:
     finally:
         await _close(response, chunks)
     return b"".join(parts)[:_MAX_ERROR_BODY]
-
-
-def _json_or_text(body: bytes) -> Any:
-    try:
-        return msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        return body.decode("utf-8", "replace")
 
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:

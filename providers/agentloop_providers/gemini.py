@@ -73,6 +73,8 @@ _FILTERED = frozenset(
 )
 # A documented placeholder for calls whose signature was never seen (history made elsewhere).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
+_MAX_PATH_DEPTH = 64
+_MAX_INDEX_GAP = 1024  # how far past the end of a list a streamed index may point
 _PATH_RE = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]")
 
 
@@ -200,34 +202,46 @@ def gemini_payload(model: ModelSpec, context: LlmContext, options: StreamOptions
 # --------------------------------------------------------------------------- stream
 
 
-def _set_path(target: dict[str, Any], path: str, value: Any, *, append: bool) -> None:
-    """Set ``value`` at a ``$.a.b[0]`` JSON path (appending to a string being streamed)."""
+def _set_path(target: dict[str, Any], path: Any, value: Any, *, append: bool) -> None:
+    """Set ``value`` at a ``$.a.b[0]`` JSON path (appending to a string being streamed).
+
+    Raises:
+        ProtocolError: the path is not one this parser can follow: not a string, too deep, an
+            index far past the end of its list, or a step into a value of the other kind.
+    """
+    if not isinstance(path, str):
+        raise ProtocolError(f"gemini: jsonPath is not a string: {path!r:.100}")
     keys: list[str | int] = []
     for name, number, quoted in _PATH_RE.findall(path.removeprefix("$")):
         keys.append(int(number) if number else (name or quoted))
-    if not keys:
-        raise ProtocolError(f"gemini: unsupported jsonPath {path!r}")
+    if not keys or len(keys) > _MAX_PATH_DEPTH:
+        raise ProtocolError(f"gemini: unsupported jsonPath {path[:100]!r}")
     node: Any = target
     for key, following in zip(keys, keys[1:], strict=False):
         empty: Any = [] if isinstance(following, int) else {}
-        if isinstance(key, int):
-            while len(node) <= key:
-                node.append(None)
-            if node[key] is None:
-                node[key] = empty
-            node = node[key]
-        else:
-            node = node.setdefault(key, empty)
+        node = _step(node, key, path)
+        current = node.get(key) if isinstance(key, str) else node[key]
+        if current is None:
+            current = empty
+            node[key] = current
+        node = current
     last = keys[-1]
-    if isinstance(last, int):
-        while len(node) <= last:
-            node.append(None)
-        current = node[last]
-    else:
-        current = node.get(last)
+    node = _step(node, last, path)
+    current = node.get(last) if isinstance(last, str) else node[last]
     if append and isinstance(current, str) and isinstance(value, str):
         value = current + value
     node[last] = value
+
+
+def _step(node: Any, key: str | int, path: str) -> Any:
+    """``node``, checked to hold ``key`` (a list grown by ``None`` up to an index near its end)."""
+    if isinstance(key, int):
+        if not isinstance(node, list) or key > len(node) + _MAX_INDEX_GAP:
+            raise ProtocolError(f"gemini: jsonPath {path[:100]!r} does not fit the arguments")
+        node.extend([None] * (key + 1 - len(node)))
+    elif not isinstance(node, dict):
+        raise ProtocolError(f"gemini: jsonPath {path[:100]!r} does not fit the arguments")
+    return node
 
 
 def _partial_value(arg: dict[str, Any]) -> Any:

@@ -1,0 +1,167 @@
+"""The accumulator is total: any sequence of objects gives a well-typed message, never a raise.
+
+``msgspec.Struct`` constructors do not check types, so a provider (or a hostile stream read by
+one) can hand the accumulator events whose fields hold the wrong types, an unhashable index, or
+objects that are not events at all. Whatever arrives, ``push``, ``snapshot`` and ``finish`` must
+not raise, and the finished message must survive a typed ``msgspec`` round trip (a checkpoint or
+a session store encodes and decodes it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import agentloop
+from agentloop import (
+    Accumulator,
+    AssistantMessage,
+    Done,
+    ErrorEvent,
+    ErrorKind,
+    ExtensionBlock,
+    ModelSpec,
+    StopReason,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+
+MODEL = ModelSpec(provider="fake", model_id="fake-1")
+ev: Any = agentloop  # the event classes, untyped: these tests build ill-typed events on purpose
+_typed = msgspec.json.Decoder(AssistantMessage)
+
+
+def _fold(events: list[Any]) -> tuple[Accumulator, AssistantMessage]:
+    acc = Accumulator(MODEL)
+    for event in events:
+        acc.push(event)
+        acc.snapshot()
+    message = acc.finish()
+    _typed.decode(msgspec.json.encode(message))  # well-typed: it round-trips
+    return acc, message
+
+
+def _malformed(message: AssistantMessage) -> None:
+    assert message.stop_reason is StopReason.ERROR
+    assert message.error_kind is ErrorKind.OTHER
+    assert "malformed provider stream" in (message.error_message or "")
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [ev.TextStart(index=0), ev.TextDelta(index=0, delta=5), ev.Done()],  # the per-token path
+        [ev.TextStart(index=0), ev.TextDelta(index=0, delta=None), ev.TextEnd(index=0), ev.Done()],
+        [ev.ThinkingStart(index=0), ev.ThinkingDelta(index=0, delta=[1]), ev.Done()],
+        [
+            ev.ToolCallStart(index=0, id="c", name="t"),
+            ev.ToolCallDelta(index=0, delta={}),
+            ev.Done(),
+        ],
+        [ev.TextStart(index=[0]), ev.Done()],  # an unhashable index
+        [ev.TextStart(index=0), ev.TextDelta(index=[0], delta="x"), ev.Done()],
+        [ev.TextStart(index="0"), ev.Done()],
+        [ev.ToolCallStart(index=0, id=5, name="t"), ev.ToolCallEnd(index=0), ev.Done()],
+        [ev.ToolCallStart(index=0, id="c", name=None), ev.ToolCallEnd(index=0), ev.Done()],
+        [ev.ToolCallStart(index=0, id="c", name="t", meta="m"), ev.ToolCallEnd(index=0), ev.Done()],
+        [ev.ThinkingStart(index=0, signature=7), ev.ThinkingEnd(index=0), ev.Done()],
+        [ev.ThinkingStart(index=0), ev.ThinkingEnd(index=0, data=[]), ev.Done()],
+        [ev.ExtensionBlock(index=0, type_name={}), ev.Done()],
+        [ev.StreamStart(model_id=12), ev.Done()],
+        [ev.StreamStart(provider=["p"]), ev.Done()],
+        [ev.Done(stop_reason="later")],
+        [ev.Done(usage={"input": "1"})],
+        [ev.Done(cost=3)],
+        [{"type": "done"}],
+        [None],
+        [ev.TextStart(index=0), object()],
+    ],
+    ids=lambda events: " ".join(type(e).__name__ for e in events),
+)
+def test_ill_typed_events_end_as_a_malformed_stream(events: list[Any]) -> None:
+    _, message = _fold(events)
+    _malformed(message)
+
+
+def test_an_error_event_of_the_wrong_shape_still_ends_as_an_error() -> None:
+    for event in (
+        ev.ErrorEvent(kind="nope"),
+        ev.ErrorEvent(message=5),
+        ev.ErrorEvent(retry_after="soon"),
+        ev.ErrorEvent(usage=1),
+    ):
+        _, message = _fold([ev.TextStart(index=0), ev.TextDelta(index=0, delta="kept"), event])
+        _malformed(message)
+        assert message.text == "kept"
+
+
+def test_values_of_a_convertible_type_are_normalised() -> None:
+    _, message = _fold([ev.Done(stop_reason="length", usage={"input": 3})])  # plain str and dict
+    assert message.stop_reason is StopReason.LENGTH
+    assert message.usage.input == 3
+    acc, message = _fold([ev.ErrorEvent(kind="throttled", message="slow down", retry_after=2)])
+    assert message.error_kind is ErrorKind.THROTTLED
+    assert acc.retry_after == 2.0
+
+
+def test_an_object_whose_repr_raises_is_still_reported() -> None:
+    class Hostile:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr for you")
+
+    _, message = _fold([Hostile()])
+    _malformed(message)
+
+
+_anything: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=4)
+    | st.sampled_from(list(StopReason) + list(ErrorKind)),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=4,
+)
+_index = st.integers(0, 2) | _anything
+_delta = st.text(max_size=3) | _anything
+_event = st.one_of(
+    st.builds(TextStart, index=_index),
+    st.builds(TextDelta, index=_index, delta=_delta),
+    st.builds(TextEnd, index=_index),
+    st.builds(ThinkingStart, index=_index, signature=_anything, data=_anything, meta=_anything),
+    st.builds(ThinkingDelta, index=_index, delta=_delta),
+    st.builds(ThinkingEnd, index=_index, signature=_anything, data=_anything),
+    st.builds(ToolCallStart, index=_index, id=_delta, name=_delta, meta=_anything),
+    st.builds(ToolCallDelta, index=_index, delta=_delta),
+    st.builds(ToolCallEnd, index=_index, arguments=_anything, signature=_anything),
+    st.builds(ExtensionBlock, index=_index, type_name=_delta, data=_anything),
+    st.builds(StreamStart, provider=_anything, model_id=_anything),
+    st.builds(Done, stop_reason=_anything, usage=_anything, cost=_anything),
+    st.builds(ErrorEvent, kind=_anything, message=_anything, retry_after=_anything),
+    _anything,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_event, max_size=12), st.booleans())
+def test_any_objects_give_a_well_typed_message(events: list[Any], abort: bool) -> None:
+    acc = Accumulator(MODEL)
+    for event in events:
+        acc.push(event)
+        acc.snapshot()
+    if abort:
+        acc.abort()
+    message = acc.finish()
+    assert _typed.decode(msgspec.json.encode(message)) == message
