@@ -5,15 +5,19 @@ Its promises, whatever the store does:
 - **Nothing is stored twice.** A store's append is all or none; a failed batch stays queued and
   is appended again later. An append of a built-in store cut off by a timeout or a cancellation
   is either called off before it wrote anything or finishes in its worker thread, and the next
-  flush waits for that outcome before it appends anything (``_sessions._Write``).
+  flush waits for that outcome before it appends anything (``_sessions._Write``). An append to
+  any other store (one of the application's own, or a wrapper) cannot say whether a cancelled
+  append stored its batch, so it is shielded: only ``running()``'s bound cuts it off, and then
+  the batch counts as not stored (such a store is best all or none under cancellation too).
 - **Nothing is dropped silently.** What could not be stored stays queued (``pending``) and is
   reported by ``running()`` (``unstored``, ``error``). A message the store rejects for its own
   content (it raises ``TypeError``, ``ValueError``, ``RecursionError`` or
   ``msgspec.EncodeError`` for that message alone, and takes another one) is skipped, counted
   (``skipped``) and logged, so it never blocks the messages after it. The built-in stores never
   reject one: they store it degraded (``_session_codec``).
-- **Bounded.** ``running()``'s final flush gives up after ``final_flush_timeout`` seconds, even
-  in the middle of an append, and never raises a store failure: it reports it.
+- **Bounded.** ``running()``'s end (the drain's last append and the final flush) gives up
+  ``final_flush_timeout`` seconds after the block ends, even in the middle of an append, and
+  never raises a store failure: it reports it.
 - **Any event loop.** The recorder holds nothing bound to an event loop between flushes, so it
   works across successive ``anyio.run`` calls and backends.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import weakref
 from typing import TYPE_CHECKING
 
@@ -67,17 +72,27 @@ class SessionRecorder:
     ``flush()``; ``running()`` packages both around a block and reports what it could not
     store.
 
+    Args:
+        store: where the messages go.
+        session_id: the session they belong to.
+        final_flush_timeout: the default bound, in seconds, of ``running()``'s end (an Agent
+            given this recorder as its ``session`` uses it for every run).
+
     Attributes:
         stored: how many messages have been appended so far.
-        skipped: how many messages were given up on because the store rejected them alone.
+        skipped: how many messages were given up on: the store rejected them alone, or (a
+            built-in store) not even their degraded form could be stored.
         last_error: why the last flush did not store every queued message (a store error, or a
             ``TimeoutError`` from ``running()``'s final flush), or the rejection of a message
             it skipped; ``None`` after a flush that stored everything.
     """
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(
+        self, store: SessionStore, session_id: str, *, final_flush_timeout: float = 10.0
+    ) -> None:
         self.store = store
         self.session_id = session_id
+        self.final_flush_timeout = final_flush_timeout
         self.stored = 0
         self.skipped = 0
         self.last_error: BaseException | None = None
@@ -86,6 +101,10 @@ class SessionRecorder:
         # An abandoned append, where its batch starts in the queue and its size.
         self._in_doubt: tuple[_Write, int, int] | None = None
         self._rejection: BaseException | None = None  # why the last skipped message was
+        # The bound ``running()`` sets on its end, and the shield of an append under way to a
+        # store of the application's own (which the bound reaches through).
+        self._deadline = math.inf
+        self._shield: anyio.CancelScope | None = None
 
     def __call__(self, event: AgentEvent) -> None:
         """Queue the message of a ``MessageEnd`` event (other events are ignored)."""
@@ -121,7 +140,8 @@ class SessionRecorder:
         """Append every queued message to the store.
 
         A message the store rejects (see the module notes) is skipped and counted, and the
-        flush goes on with the next.
+        flush goes on with the next. An append to a store other than the built-in ones is
+        shielded from cancellation (see the module notes); ``running()`` bounds it.
 
         Raises:
             Exception: whatever else the store raised; the messages it did not take stay
@@ -195,7 +215,16 @@ class SessionRecorder:
         could not store in any form (the built-in stores do, with a warning)."""
         store = self.store
         if not isinstance(store, _ThreadedStore):
-            await store.append(self.session_id, batch)
+            # Nothing tells whether a store of the application's own stored a batch when its
+            # append was cancelled: only the end of ``running()`` may cut one off.
+            with anyio.CancelScope(shield=True, deadline=self._deadline) as shield:
+                self._shield = shield
+                try:
+                    await store.append(self.session_id, batch)
+                finally:
+                    self._shield = None
+            if shield.cancelled_caught:
+                raise TimeoutError("the session store did not finish an append in time")
             return ()
         write = _Write()
         try:
@@ -246,14 +275,14 @@ class SessionRecorder:
         if self._wakeup is not None:
             self._wakeup.set()
 
-    def running(self, *, final_flush_timeout: float = 10.0) -> _Recording:
+    def running(self, *, final_flush_timeout: float | None = None) -> _Recording:
         """Run the drain task around an ``async with`` block, then flush what is left.
 
         When the block ends normally, the drain finishes the append under way and what is
         queued; when it ends with an exception or is cancelled, the drain stops at once. Either
         way a final flush follows (shielded, so a cancelled run keeps every message it
-        committed). ``final_flush_timeout`` bounds all of this, from the end of the block, even
-        in the middle of an append: a built-in store's append cut off there is either called
+        committed). ``final_flush_timeout`` (by default the recorder's) bounds all of this,
+        from the end of the block, even in the middle of an append: a built-in store's append cut off there is either called
         off or finishes in its thread, and the next flush settles it without storing anything
         twice. If the store fails while the block runs, draining stops (the failure is logged)
         and the final flush tries again.
@@ -265,6 +294,8 @@ class SessionRecorder:
         Raises:
             BaseException: an exception from the block, as itself (never wrapped in a group).
         """
+        if final_flush_timeout is None:
+            final_flush_timeout = self.final_flush_timeout
         return _Recording(self, final_flush_timeout)
 
 
@@ -275,7 +306,7 @@ class _Recording:
 
     Attributes:
         unstored: committed messages still not stored (``recorder.pending``).
-        skipped: messages given up on during the block (the store rejected them alone).
+        skipped: messages given up on during the block (see ``SessionRecorder.skipped``).
         error: why, when either is not zero (a ``TimeoutError`` when the final flush ran out
             of time); otherwise ``None``.
     """
@@ -322,6 +353,24 @@ class _Recording:
         assert tg is not None
         assert drained is not None
         deadline = anyio.current_time() + self._timeout
+        recorder = self._recorder
+        recorder._deadline = deadline
+        if recorder._shield is not None:
+            recorder._shield.deadline = deadline
+        try:
+            return await self._close(tg, drained, deadline, exc_type, exc, tb)
+        finally:
+            recorder._deadline = math.inf
+
+    async def _close(
+        self,
+        tg: TaskGroup,
+        drained: anyio.Event,
+        deadline: float,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
         if exc_type is None:
             # A block that ended normally lets the drain finish the append under way (within
             # the time allowed), rather than cutting off a store that cannot tell a

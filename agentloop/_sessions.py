@@ -100,10 +100,10 @@ class SessionStore(Protocol):
         """Append messages durably, in order; all of them or (on error) none.
 
         A message the store cannot encode is best stored in a degraded form or left out, not
-        raised (the built-in stores' rule is in ``agentloop._session_codec``). Cancelled, an
-        append must either store nothing or finish storing everything before a later call can
-        see the session: ``SessionRecorder`` counts a cancelled append of any store but the
-        built-in ones as having stored nothing, and appends those messages again later.
+        raised (the built-in stores' rule is in ``agentloop._session_codec``). An append that
+        raises, cancellation included, is best to have stored nothing: ``SessionRecorder``
+        appends the batch again later. (It shields appends to stores other than the built-in
+        ones, and cuts one off only when ``running()``'s time is up.)
 
         Raises:
             SessionNotFound: no such session.

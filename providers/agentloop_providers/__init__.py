@@ -15,7 +15,8 @@ compatible servers), ``OllamaProvider`` (``/api/chat``), ``ProxyProvider`` (an a
 ``ProxyApp`` is the server side); and, built on the same foundation, ``OpenAIResponsesProvider``,
 ``AzureChatProvider``/``AzureResponsesProvider``, ``GeminiProvider``, ``MistralProvider``,
 ``XaiChatProvider``/``XaiResponsesProvider`` and ``BedrockProvider``. The foundation they share lives in ``_http`` (client
-lifecycle and the streaming loop), ``_sse`` and ``_ndjson`` (incremental parsers),
+lifecycle and the streaming loop), ``_sse`` and ``_ndjson`` (incremental parsers, capped as
+``_frames`` says),
 ``_classify`` (error classification) and ``_convert`` (request conversion helpers).
 
 Names are imported lazily, so ``import agentloop_providers`` costs nothing until one is used.
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         OVERFLOW_WORDINGS as OVERFLOW_WORDINGS,
         is_context_overflow as is_context_overflow,
     )
+    from ._frames import FrameTooLarge as FrameTooLarge
     from ._http import HttpProvider as HttpProvider, ProtocolError as ProtocolError
     from ._ndjson import NDJSONDecoder as NDJSONDecoder
     from ._presets import (
@@ -73,6 +75,7 @@ __all__ = [
     "AzureChatProvider",
     "AzureResponsesProvider",
     "BedrockProvider",
+    "FrameTooLarge",
     "GeminiProvider",
     "HttpProvider",
     "MistralProvider",
@@ -102,6 +105,7 @@ __all__ = [
 _WHERE: dict[str, str] = {
     "OVERFLOW_WORDINGS": "._classify",
     "is_context_overflow": "._classify",
+    "FrameTooLarge": "._frames",
     "HttpProvider": "._http",
     "ProtocolError": "._http",
     "NDJSONDecoder": "._ndjson",

@@ -12,7 +12,9 @@ messages. Each message is laid out as::
 
 Bytes arrive in arbitrary pieces; ``EventStreamDecoder.feed`` buffers them and returns every
 message completed so far. A bad checksum, an impossible length or a stream that ends inside a
-message raises ``EventStreamError``: a corrupt frame is never passed on as data.
+message raises ``EventStreamError``: a corrupt frame is never passed on as data. A message whose
+prelude announces more than ``max_message_bytes`` raises ``FrameTooLarge`` before any of it is
+buffered, so the buffer never holds more than one message and one network read.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ import uuid
 import zlib
 from typing import Any
 
+from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
+
 __all__ = ["EventStreamDecoder", "EventStreamError", "EventStreamMessage", "encode_message"]
 
 _PRELUDE = struct.Struct(">III")
 _PRELUDE_LEN = 12
 _CRC_LEN = 4
 _MIN_MESSAGE = _PRELUDE_LEN + _CRC_LEN
-# The service's own limits: 16 MiB per message, 128 KiB of headers.
-_MAX_MESSAGE = 16 * 1024 * 1024
+# The service's own limit on headers (its limit on a message, 16 MiB, is the default cap).
 _MAX_HEADERS = 128 * 1024
 _HEADER_CACHE = 64
 
@@ -131,11 +134,16 @@ def _decode_headers(raw: bytes | memoryview) -> dict[str, HeaderValue]:
 
 
 class EventStreamDecoder:
-    """Turns a byte stream, fed in pieces of any size, into ``EventStreamMessage`` values."""
+    """Turns a byte stream, fed in pieces of any size, into ``EventStreamMessage`` values.
 
-    __slots__ = ("_buffer", "_headers", "_offset")
+    Args:
+        max_message_bytes: the largest message accepted (16 MiB by default, as the service).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_buffer", "_headers", "_max_message", "_offset")
+
+    def __init__(self, *, max_message_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._max_message = max_message_bytes
         self._buffer = bytearray()
         self._offset = 0
         # A stream repeats a handful of header blocks (one per event type): decode each once.
@@ -146,6 +154,7 @@ class EventStreamDecoder:
 
         Raises:
             EventStreamError: a length is impossible or a CRC32 does not match.
+            FrameTooLarge: a message announces more than ``max_message_bytes``.
         """
         buf = self._buffer
         buf += data
@@ -155,8 +164,10 @@ class EventStreamDecoder:
             total, headers_len, prelude_crc = _PRELUDE.unpack_from(buf, offset)
             if zlib.crc32(memoryview(buf)[offset : offset + 8]) != prelude_crc:
                 raise EventStreamError("event-stream prelude CRC32 mismatch (corrupt frame)")
-            if total < _MIN_MESSAGE or total > _MAX_MESSAGE:
+            if total < _MIN_MESSAGE:
                 raise EventStreamError(f"event-stream message length {total} is out of range")
+            if total > self._max_message:
+                raise FrameTooLarge("an event-stream message", self._max_message)
             if headers_len > _MAX_HEADERS or headers_len > total - _MIN_MESSAGE:
                 raise EventStreamError(f"event-stream headers length {headers_len} is invalid")
             if len(buf) - offset < total:

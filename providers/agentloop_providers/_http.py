@@ -47,11 +47,13 @@ from agentloop import (
 )
 
 from ._classify import classify_payload, classify_response, decode_body
+from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
 from ._ndjson import NDJSONError
 from ._sse import SSEDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+    from contextlib import AbstractContextManager
     from types import TracebackType
 
     from agentloop import LlmContext, ModelSpec, StreamOptions
@@ -163,9 +165,17 @@ class HttpProvider:
         client: an ``httpx.AsyncClient`` to use. The provider never closes a client it was
             given; it creates (lazily) and closes its own otherwise.
         idle_timeout: seconds without a byte from the server (before the headers or between
-            chunks) after which the call ends as a ``network`` error.
-        connect_timeout: seconds to establish a connection.
+            chunks) after which the call ends as a ``network`` error: 120 s by default. Any
+            byte resets it, a keep-alive comment included, so it cannot bound a whole call.
+        deadline: seconds the whole call may take, from sending the request to the last byte
+            of the answer (connecting and the headers included); past it the call ends as a
+            ``network`` error, retried like a timeout. ``None``, the default, sets no deadline:
+            a slow answer that keeps streaming is never cut.
+        connect_timeout: seconds to establish a connection (10 s by default).
         headers: extra headers sent with every request.
+        max_event_bytes: the largest frame the decoder may buffer (an SSE line or event, a
+            JSON line, a binary message): 16 MiB by default. A larger one ends the call as an
+            ``other`` error naming the limit, with memory bounded by a small multiple of it.
 
     Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
     """
@@ -182,20 +192,25 @@ class HttpProvider:
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
         idle_timeout: float = 120.0,
+        deadline: float | None = None,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.__api_key = api_key
         self._client = client
         self._owns_client = client is None
         self.idle_timeout = idle_timeout
+        self.deadline = deadline
         self.connect_timeout = connect_timeout
         self.extra_headers = dict(headers or {})
+        self.max_event_bytes = max_event_bytes
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self.base_url!r}, idle_timeout={self.idle_timeout!r})"
+            f"{type(self).__name__}(base_url={self.base_url!r}, idle_timeout={self.idle_timeout!r}, "
+            f"deadline={self.deadline!r})"
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -264,8 +279,10 @@ class HttpProvider:
         raise NotImplementedError
 
     def new_decoder(self) -> FrameDecoder:
-        """A fresh frame decoder for one response body (SSE unless overridden)."""
-        return SSEDecoder()
+        """A fresh frame decoder for one response body (SSE unless overridden), capped at
+        ``max_event_bytes``."""
+        cap = self.max_event_bytes
+        return SSEDecoder(max_line_bytes=cap, max_event_bytes=cap)
 
     def build_request(
         self,
@@ -327,8 +344,13 @@ class HttpProvider:
             yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
             return
         logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
+        until = None if self.deadline is None else anyio.current_time() + self.deadline
         try:
-            response = await self.client.send(request, stream=True)
+            with _until(until):
+                response = await self.client.send(request, stream=True)
+        except TimeoutError:
+            yield self._past_deadline()
+            return
         except httpx.TimeoutException as exc:
             what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
             yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
@@ -341,7 +363,8 @@ class HttpProvider:
             status = response.status_code
             logger.debug("%s: HTTP %d", name, status)
             if status >= 400:
-                body = await _read_limited(response)
+                with _until(until):
+                    body = await _read_limited(response)
                 yield self._redacted(classify_response(name, status, response.headers, body), key)
                 return
             decoder = self.new_decoder()
@@ -350,11 +373,12 @@ class HttpProvider:
             if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
                 # A server that answers a streaming request with one JSON document (an error
                 # object, typically) instead of an event stream.
-                body = await _read_limited(response)
+                with _until(until):
+                    body = await _read_limited(response)
                 yield self._redacted(classify_payload(name, decode_body(body)), key)
                 return
             chunks = response.aiter_bytes()
-            async for chunk in chunks:
+            while (chunk := await _next(chunks, until)) is not None:
                 for event in self._events(decoder, parser, chunk):
                     cls = type(event)
                     if cls is ErrorEvent:
@@ -372,6 +396,8 @@ class HttpProvider:
                 kind=ErrorKind.NETWORK,
                 message=f"{name}: the stream ended before the message was complete",
             )
+        except TimeoutError:
+            yield self._past_deadline()
         except httpx.TimeoutException:
             yield ErrorEvent(
                 kind=ErrorKind.NETWORK,
@@ -383,6 +409,13 @@ class HttpProvider:
             # Runs on cancellation and on aclose() too; shielded so the socket really closes.
             with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
                 await _close(response, chunks)
+
+    def _past_deadline(self) -> ErrorEvent:
+        return ErrorEvent(
+            kind=ErrorKind.NETWORK,
+            message=f"{self.provider_name}: no complete answer within the {self.deadline:g}s "
+            "deadline",
+        )
 
     def _events(
         self, decoder: FrameDecoder, parser: StreamParser, chunk: bytes
@@ -424,16 +457,34 @@ class HttpProvider:
         """The error for a frame the adapter could not use: bad JSON, or a shape the protocol
         does not allow (a missing field surfaces as ``KeyError``, a wrong type as ``TypeError``
         or ``AttributeError``, deep nesting as ``RecursionError``)."""
+        name = self.provider_name
+        if isinstance(exc, FrameTooLarge):
+            return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: the server sent {exc}")
         what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
-        return ErrorEvent(
-            kind=ErrorKind.OTHER, message=f"{self.provider_name}: malformed stream: {what}"
-        )
+        return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: malformed stream: {what}")
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
         message = redact(event.message, key, self.__api_key)
         if message == event.message:
             return event
         return msgspec.structs.replace(event, message=message)
+
+
+def _until(when: float | None) -> AbstractContextManager[Any]:
+    """A scope raising ``TimeoutError`` at ``when`` (``anyio.current_time()``), or nothing.
+
+    It wraps one await at a time, never a ``yield``: a cancel scope must not stay open across
+    the suspension points of an async generator.
+    """
+    if when is None:
+        return contextlib.nullcontext()
+    return anyio.fail_after(max(0.0, when - anyio.current_time()))
+
+
+async def _next(chunks: AsyncIterator[bytes], until: float | None) -> bytes | None:
+    """The next piece of the body, ``None`` at its end; ``TimeoutError`` past ``until``."""
+    with _until(until):
+        return await anext(chunks, None)
 
 
 async def _read_limited(response: httpx.Response) -> bytes:

@@ -11,13 +11,22 @@ business, not the parser's.
 
 The parser works on bytes and decodes UTF-8 once per event: it never has to care about a
 multi-byte character split between two network reads, because line endings are ASCII.
+
+Bounded and linear: an unterminated line may grow to ``max_line_bytes`` and the ``data`` of one
+event to ``max_event_bytes`` (each ``data`` line counted with the bookkeeping it costs, so the
+cap bounds memory, not only text); past either, ``feed`` raises ``FrameTooLarge``. Every byte
+is looked at a bounded number of times, however the stream is cut into chunks.
 """
 
 from __future__ import annotations
 
+from ._frames import DEFAULT_MAX_EVENT_BYTES, SLICE_BYTES, FrameTooLarge, slices
+
 __all__ = ["SSEDecoder", "ServerSentEvent"]
 
 _BOM = b"\xef\xbb\xbf"
+_LINE_COST = 48  # what holding one more data line costs besides its bytes (object, list slot)
+_MAX_RETRY_DIGITS = 10
 
 
 class ServerSentEvent:
@@ -69,15 +78,40 @@ class SSEDecoder:
             for event in decoder.feed(chunk):
                 ...
         decoder.close()   # the events a well-formed stream still owed (none, by the spec)
+
+    Args:
+        max_line_bytes: the longest line accepted (16 MiB by default).
+        max_event_bytes: the most ``data`` one event may gather (16 MiB by default).
     """
 
-    __slots__ = ("_data", "_event", "_last_id", "_pending", "_retry", "_skip_lf", "_started")
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_event",
+        "_last_id",
+        "_max_event",
+        "_max_line",
+        "_pending",
+        "_pending_size",
+        "_retry",
+        "_skip_lf",
+        "_started",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        self._max_line = max_line_bytes
+        self._max_event = max_event_bytes
         self._pending: list[bytes] = []  # pieces of an unterminated line, joined once it ends
+        self._pending_size = 0
         self._skip_lf = False  # the previous chunk ended in CR: an LF now is the same ending
         self._started = False  # the BOM check is done
         self._data: list[bytes] = []
+        self._data_size = 0
         self._event: bytes = b""
         self._last_id = ""
         self._retry: int | None = None
@@ -88,7 +122,16 @@ class SSEDecoder:
         return self._last_id
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Parse ``chunk``; return the events it completed, in order."""
+        """Parse ``chunk``; return the events it completed, in order.
+
+        Raises:
+            FrameTooLarge: a line or an event passed its cap.
+        """
+        if len(chunk) > SLICE_BYTES:
+            return [event for piece in slices(chunk) for event in self._feed(piece)]
+        return self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> list[ServerSentEvent]:
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -110,17 +153,24 @@ class SSEDecoder:
                 self._skip_lf = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if b"\n" not in chunk:
-            self._pending.append(chunk)  # joined once, however many chunks a line spans
+            self._hold(chunk)  # joined once, however many chunks a line spans
             return []
         lines = chunk.split(b"\n")
         if self._pending:
-            self._pending.append(lines[0])
+            self._hold(lines[0])
             lines[0] = b"".join(self._pending)
             self._pending = []
+            self._pending_size = 0
         last = lines.pop()
         if last:
-            self._pending.append(last)
+            self._hold(last)
         return self._lines(lines)
+
+    def _hold(self, piece: bytes) -> None:
+        self._pending_size += len(piece)
+        if self._pending_size > self._max_line:
+            raise FrameTooLarge("a server-sent event line", self._max_line)
+        self._pending.append(piece)
 
     def close(self) -> list[ServerSentEvent]:
         """The body ended: dispatch an event still waiting for its closing blank line.
@@ -131,6 +181,7 @@ class SSEDecoder:
         """
         partial = b"".join(self._pending)
         self._pending = []
+        self._pending_size = 0
         out = self._lines([partial, b""]) if partial else self._lines([b""])
         self._event = b""
         return out
@@ -138,7 +189,10 @@ class SSEDecoder:
     def _lines(self, lines: list[bytes]) -> list[ServerSentEvent]:
         out: list[ServerSentEvent] = []
         data = self._data
+        max_line = self._max_line
         for line in lines:
+            if len(line) > max_line:
+                raise FrameTooLarge("a server-sent event line", max_line)
             if not line:
                 if data:
                     out.append(self._dispatch())
@@ -148,10 +202,11 @@ class SSEDecoder:
                 continue
             # The hot path: nearly every line of a model stream is "data: ...".
             if line.startswith(b"data:"):
-                if line[5:6] == b" ":
-                    data.append(line[6:])
-                else:
-                    data.append(line[5:])
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                self._data_size += len(value) + _LINE_COST
+                if self._data_size > self._max_event:
+                    raise FrameTooLarge("a server-sent event", self._max_event)
+                data.append(value)
                 continue
             if line[0] == 0x3A:  # ":" comment, used as a keep-alive
                 continue
@@ -161,12 +216,15 @@ class SSEDecoder:
             if name == b"event":
                 self._event = value
             elif name == b"data":  # "data" with no colon: an empty data line
+                self._data_size += _LINE_COST
+                if self._data_size > self._max_event:
+                    raise FrameTooLarge("a server-sent event", self._max_event)
                 data.append(value)
             elif name == b"id":
                 if b"\x00" not in value:
                     self._last_id = value.decode("utf-8", "replace")
             elif name == b"retry":
-                if value.isdigit():
+                if value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
                     self._retry = int(value)
             # Any other field is ignored, as the spec says.
         return out
@@ -177,6 +235,7 @@ class SSEDecoder:
         event = self._event.decode("utf-8", "replace") if self._event else "message"
         sse = ServerSentEvent(event, text, self._last_id, self._retry)
         self._data = []
+        self._data_size = 0
         self._event = b""
         self._retry = None
         return sse

@@ -55,6 +55,7 @@ from ._convert import (
     usage as make_usage,
 )
 from ._eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage
+from ._frames import DEFAULT_MAX_EVENT_BYTES
 from ._http import HttpProvider, ProtocolError
 from ._sigv4 import AwsCredentials, MissingCredentials, sign_headers
 
@@ -98,8 +99,8 @@ class _FrameDecoder:
 
     __slots__ = ("_decoder",)
 
-    def __init__(self) -> None:
-        self._decoder = EventStreamDecoder()
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._decoder = EventStreamDecoder(max_message_bytes=max_message_bytes)
 
     def feed(self, chunk: bytes) -> list[Any]:
         try:
@@ -470,7 +471,7 @@ class BedrockProvider(HttpProvider):
         return BedrockParser()
 
     def new_decoder(self) -> _FrameDecoder:
-        return _FrameDecoder()
+        return _FrameDecoder(self.max_event_bytes)
 
     def build_request(
         self,

@@ -255,7 +255,7 @@ class OllamaProvider(HttpProvider):
         return ollama_payload(model, context, options)
 
     def new_decoder(self) -> NDJSONDecoder[Any]:
-        return NDJSONDecoder()
+        return NDJSONDecoder(max_line_bytes=self.max_event_bytes)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> OllamaStreamParser:
         return OllamaStreamParser(self.provider_name)

@@ -222,3 +222,66 @@ async def test_the_on_message_hook_records_too(store: SessionStore) -> None:
     await agent.prompt("hi")
     await recorder.flush()
     assert await store.load(sid) == agent.messages
+
+
+class FailingStore:
+    """A store wrapper that fails every append while ``fail`` is set."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.fail = True
+
+    async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        await self.inner.append(session_id, messages)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def last_error(recorder: SessionRecorder) -> BaseException | None:
+    return recorder.last_error  # read afresh (a type checker keeps an earlier narrowing)
+
+
+async def test_prompt_never_raises_for_a_store_problem(store: SessionStore) -> None:
+    sid = (await store.create()).id
+    failing = FailingStore(store)
+    recorder = SessionRecorder(failing, sid)  # type: ignore[arg-type]
+    model = ScriptedStream([reply_text("first"), reply_text("second")])
+    agent = Agent(model=MODEL, stream_fn=model, session=recorder)
+
+    result = await agent.prompt("one")
+    assert result.text == "first"
+    assert recorder.pending == 2
+    assert isinstance(recorder.last_error, OSError)
+
+    failing.fail = False  # the disk has room again: the next run stores everything, once
+    async with agent.stream("two") as events:
+        async for _ in events:
+            pass
+    assert await store.load(sid) == agent.messages
+    assert len(agent.messages) == 4
+    assert recorder.pending == 0
+    assert last_error(recorder) is None  # cleared by the flush that stored everything
+
+
+@pytest.mark.parametrize("backends", [("asyncio", "trio"), ("trio", "asyncio")])
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_prompt_sync_on_successive_backends_stores_every_run(
+    tmp_path: Path, kind: str, backends: tuple[str, str]
+) -> None:
+    store: JsonlSessionStore | SqliteSessionStore
+    if kind == "jsonl":
+        store = JsonlSessionStore(tmp_path, fsync=False)
+    else:
+        store = SqliteSessionStore(tmp_path / "s.db", synchronous="OFF")
+    sid = anyio.run(store.create).id
+    model = ScriptedStream([reply_text("first"), reply_text("second")])
+    agent = Agent(model=MODEL, stream_fn=model, session=SessionRecorder(store, sid))
+    for number, backend in enumerate(backends):
+        agent.prompt_sync(f"prompt {number}", backend=backend)
+    assert len(agent.messages) == 4
+    assert anyio.run(store.load, sid) == agent.messages
+    if isinstance(store, SqliteSessionStore):
+        store.close()

@@ -225,10 +225,15 @@ class SlowStore:
 async def test_final_flush_is_bounded_with_a_slow_async_store(tmp_path: Path) -> None:
     slow = SlowStore(JsonlSessionStore(tmp_path, fsync=False))
     sid = (await slow.inner.create()).id
-    recorder = SessionRecorder(slow, sid)
+    recorder = SessionRecorder(slow, sid, final_flush_timeout=TIMEOUT)
 
-    recording, waited = await run_until_deadline(recorder, [user("one")])
-    assert waited < CALLER + TIMEOUT + SLACK
+    start = time.monotonic()
+    with anyio.move_on_after(CALLER):
+        recording = recorder.running()  # the recorder's own bound, as an Agent uses it
+        async with recording:
+            recorder.record(user("one"))
+            await anyio.sleep_forever()
+    assert time.monotonic() - start < CALLER + TIMEOUT + SLACK
     assert (recording.unstored, recorder.pending) == (1, 1)
     assert isinstance(recording.error, TimeoutError)
 
@@ -276,6 +281,34 @@ async def test_a_block_ending_normally_lets_the_append_under_way_finish(tmp_path
             recorder.record(user("one"))
             await gated.entered.wait()
             tg.start_soon(open_the_gate)
+    assert not gated.cancelled
+    assert (recording.unstored, recording.error) == (0, None)
+    assert await gated.inner.load(sid) == [user("one")]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_run_never_cuts_off_an_append_to_a_store_of_the_applications_own(
+    tmp_path: Path,
+) -> None:
+    # A wrapper around a built-in store cannot tell whether a cancelled append stored its batch:
+    # cutting it off and appending the batch again could store it twice.
+    gated = GatedStore(JsonlSessionStore(tmp_path, fsync=False))
+    sid = (await gated.inner.create()).id
+    recorder = SessionRecorder(gated, sid, final_flush_timeout=HANG)
+
+    async def open_the_gate() -> None:
+        await anyio.wait_all_tasks_blocked()  # the cancelled recording waits for the drain
+        gated.gate.set()
+
+    async with anyio.create_task_group() as tg:
+        with anyio.CancelScope() as run:
+            recording = recorder.running()
+            async with recording:
+                recorder.record(user("one"))
+                await gated.entered.wait()
+                run.cancel()  # the caller gives up mid-append
+                tg.start_soon(open_the_gate)
+                await anyio.sleep_forever()
     assert not gated.cancelled
     assert (recording.unstored, recording.error) == (0, None)
     assert await gated.inner.load(sid) == [user("one")]
@@ -434,3 +467,14 @@ async def test_recorder_reports_a_message_no_form_of_which_can_be_stored(
     assert "Expected `int`" in str(recording.error)
     assert await store.load(sid) == [user("one"), said("two")]
     assert (recorder.stored, recorder.skipped, recorder.pending) == (2, 1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_store_that_rejects_every_message_gets_none_skipped(tmp_path: Path) -> None:
+    recorder = SessionRecorder(JsonlSessionStore(tmp_path), "../not-a-valid-id")
+    for message in (user("one"), said("two"), user("three")):
+        recorder.record(message)
+    with pytest.raises(ValueError, match="invalid session id"):
+        await recorder.flush()
+    assert (recorder.pending, recorder.skipped, recorder.stored) == (3, 0, 0)
+    assert isinstance(recorder.last_error, ValueError)
