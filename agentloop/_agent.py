@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
 
 import anyio
 import anyio.lowlevel
+import msgspec
 
 from ._checkpoint import Checkpoint
 from ._config import AgentLoopConfig, default_convert_to_llm
@@ -26,6 +27,7 @@ from ._events import (
     ContextCompacted,
     MessageEnd,
     MessageUpdate,
+    SessionWriteFailed,
     ToolExecutionEnd,
     ToolExecutionStart,
 )
@@ -48,7 +50,6 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
     from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         PreTurnPolicy,
     )
     from ._retry import RetryStrategy
+    from ._session_recorder import _Recording
     from ._sessions import SessionRecorder, SessionStore
     from ._stream import StreamFn
     from ._tools import AgentTool
@@ -124,7 +126,7 @@ class _AgentStream(EventStream):
         self._entered = False
         self._result: AgentResult | None = None
         self._inside: contextvars.Token[tuple[Agent, ...]] | None = None
-        self._recording: AbstractAsyncContextManager[SessionRecorder] | None = None
+        self._recording: _Recording | None = None
         self._tg = None
 
     _USAGE = "async with agent.stream(...) as events: async for event in events: ..."
@@ -167,6 +169,8 @@ class _AgentStream(EventStream):
         recording, self._recording = self._recording, None
         if recording is not None:
             await recording.__aexit__(None, None, None)
+            if self._result is not None:
+                self._result = self._agent._session_report(self._result, recording)
 
     def _leave(self) -> None:
         token, self._inside = self._inside, None
@@ -557,12 +561,26 @@ class Agent:
             if self.session is None:
                 result = await run.run(prompts)
             else:
-                async with self.session.running():
+                recording = self.session.running()
+                async with recording:
                     result = await run.run(prompts)
+                result = self._session_report(result, recording)
             return result
         finally:
             _inside_runs.reset(token)
             self._release(result if result is not None else run.result())
+
+    def _session_report(self, result: AgentResult, recording: _Recording) -> AgentResult:
+        """``result`` with what the session store did not take, told to the subscribers."""
+        unsaved = recording.unstored + recording.skipped
+        if not unsaved:
+            return result
+        error = recording.error
+        text = f"{type(error).__name__}: {error}" if error is not None else "not stored"
+        self._dispatch(
+            SessionWriteFailed(error=text, unstored=recording.unstored, skipped=recording.skipped)
+        )
+        return msgspec.structs.replace(result, unsaved_messages=unsaved, session_error=text)
 
     @staticmethod
     def _prompts(input: AgentInput, images: Sequence[Image] | None) -> list[AgentMessage]:  # noqa: A002

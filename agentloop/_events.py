@@ -157,6 +157,20 @@ class ContextCompacted(_Ev, frozen=True, tag="context_compacted", gc=True):
     details: Any = None
 
 
+class SessionWriteFailed(_Ev, frozen=True, tag="session_write_failed"):
+    """Committed messages of the run could not all be stored in the agent's session.
+
+    An ``Agent`` notification sent to its subscribers once the run's final flush is over, so it
+    comes after the run's ``AgentEnd``; the run's ``AgentResult`` says the same
+    (``unsaved_messages``, ``session_error``). Unstored messages stay queued in the recorder
+    and are stored by a later run; skipped ones could not be stored in any form.
+    """
+
+    error: str
+    unstored: int = 0
+    skipped: int = 0
+
+
 AgentEvent: TypeAlias = (
     AgentStart
     | AgentEnd
@@ -170,4 +184,5 @@ AgentEvent: TypeAlias = (
     | ToolExecutionUpdate
     | ToolExecutionEnd
     | ContextCompacted
+    | SessionWriteFailed
 )

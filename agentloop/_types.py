@@ -442,7 +442,8 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
     ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
     cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
     ``error`` and ``error_kind`` are set when the run ended in a model error, ``stopped_by``
-    when a policy ended it.
+    when a policy ended it. ``unsaved_messages`` counts committed messages the agent's session
+    store did not take (``session_error`` says why); they never make a run fail.
     """
 
     messages: list[AgentMessage]
@@ -452,6 +453,8 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
     error: str | None = None
     error_kind: ErrorKind | None = None
     stopped_by: str | None = None
+    unsaved_messages: int = 0
+    session_error: str | None = None
 
     @property
     def final_message(self) -> AssistantMessage | None:
