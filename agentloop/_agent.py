@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
 
 import anyio
 import anyio.lowlevel
+import msgspec
 
 from ._checkpoint import Checkpoint
 from ._config import AgentLoopConfig, default_convert_to_llm
@@ -26,9 +27,11 @@ from ._events import (
     ContextCompacted,
     MessageEnd,
     MessageUpdate,
+    SessionWriteFailed,
     ToolExecutionEnd,
     ToolExecutionStart,
 )
+from ._history import History, is_failed_answer
 from ._loop import _Run
 from ._policy import CONTINUE, PolicyContext, PolicyVerdict, Stop
 from ._retry import ExponentialBackoff
@@ -47,7 +50,6 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
     from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
         PreTurnPolicy,
     )
     from ._retry import RetryStrategy
+    from ._session_recorder import _Recording
     from ._sessions import SessionRecorder, SessionStore
     from ._stream import StreamFn
     from ._tools import AgentTool
@@ -123,7 +126,10 @@ class _AgentStream(EventStream):
         self._entered = False
         self._result: AgentResult | None = None
         self._inside: contextvars.Token[tuple[Agent, ...]] | None = None
-        self._recording: AbstractAsyncContextManager[SessionRecorder] | None = None
+        self._recording: _Recording | None = None
+        self._tg = None
+
+    _USAGE = "async with agent.stream(...) as events: async for event in events: ..."
 
     async def __aenter__(self) -> Self:
         if self._entered:
@@ -135,7 +141,14 @@ class _AgentStream(EventStream):
         try:
             prompts = self._make_prompts()
             context, config = agent._loop_input()
-            super().__init__(prompts, context, config, on_event=agent._dispatch, cancel_scope=scope)
+            super().__init__(
+                prompts,
+                context,
+                config,
+                on_event=agent._dispatch,
+                cancel_scope=scope,
+                history=agent._history_for(config),
+            )
             agent._run = self.run
             # The run's task copies the context it is started in, and the body of the
             # ``async with`` consumes the run's events: both count as inside the run.
@@ -156,6 +169,8 @@ class _AgentStream(EventStream):
         recording, self._recording = self._recording, None
         if recording is not None:
             await recording.__aexit__(None, None, None)
+            if self._result is not None:
+                self._result = self._agent._session_report(self._result, recording)
 
     def _leave(self) -> None:
         token, self._inside = self._inside, None
@@ -260,6 +275,7 @@ class Agent:
         self._idle: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._loop_thread: int | None = None
         self._run: _Run | None = None
         self._pause_requested = False
         self._pauser = _PauseAtTurnEnd(self)
@@ -271,6 +287,7 @@ class Agent:
         self.model: ModelSpec = model
         self._tools: dict[str, AgentTool] = {t.name: t for t in tools}
         self._messages: list[AgentMessage] = list(messages)
+        self._history: History | None = None
         self._steering: deque[AgentMessage] = deque()
         self._follow_up: deque[AgentMessage] = deque()
         self.running_tool_calls: set[str] = set()
@@ -326,12 +343,28 @@ class Agent:
 
     def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
         self._messages = list(messages)
+        self._history = None
 
     def append_messages(self, messages: Iterable[AgentMessage]) -> None:
-        self._messages.extend(messages)
+        if self._history is not None:
+            self._history.extend(messages)
+        else:
+            self._messages.extend(messages)
 
     def clear_messages(self) -> None:
         self._messages = []
+        self._history = None
+
+    def _history_for(self, config: AgentLoopConfig) -> History:
+        """The history the next run commits to: kept across runs, rebuilt only when the
+        converter or the transformers changed, so a prompt never walks the conversation."""
+        incremental = config.transform_context is None and config.async_transform_context is None
+        history = self._history
+        if history is None or not history.fits(config.convert_to_llm, incremental):
+            history = self._history = History(
+                self._messages, convert=config.convert_to_llm, incremental=incremental
+            )
+        return history
 
     def set_plan_mode(self, enabled: bool) -> None:
         """Plan mode offers the model only read-only tools and asks it for a plan."""
@@ -423,8 +456,7 @@ class Agent:
         if cls is not MessageUpdate:
             if cls is MessageEnd:
                 assert isinstance(event, MessageEnd)
-                message = event.message
-                self._messages.append(message)
+                message = event.message  # already in the history: the run committed it
                 if type(message) is AssistantMessage and message.error_message:
                     self.last_error = message.error_message
                 if self.session is not None:
@@ -496,6 +528,7 @@ class Agent:
         self._scope = scope
         self._run = run
         self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()
 
     def _release(self, result: AgentResult | None) -> None:
         if result is not None:
@@ -506,6 +539,7 @@ class Agent:
         self._scope = None
         self._run = None
         self._token = None
+        self._loop_thread = None
         self._pause_requested = False
         self.running_tool_calls.clear()
         idle, self._idle = self._idle, None
@@ -517,7 +551,9 @@ class Agent:
     async def _execute(self, prompts: Sequence[AgentMessage]) -> AgentResult:
         scope = anyio.CancelScope()
         context, config = self._loop_input()
-        run = _Run(context, config, self._dispatch, cancel_scope=scope)
+        run = _Run(
+            context, config, self._dispatch, cancel_scope=scope, history=self._history_for(config)
+        )
         self._claim(scope, run)
         result: AgentResult | None = None
         token = _inside_runs.set((*_inside_runs.get(), self))
@@ -525,12 +561,26 @@ class Agent:
             if self.session is None:
                 result = await run.run(prompts)
             else:
-                async with self.session.running():
+                recording = self.session.running()
+                async with recording:
                     result = await run.run(prompts)
+                result = self._session_report(result, recording)
             return result
         finally:
             _inside_runs.reset(token)
             self._release(result if result is not None else run.result())
+
+    def _session_report(self, result: AgentResult, recording: _Recording) -> AgentResult:
+        """``result`` with what the session store did not take, told to the subscribers."""
+        unsaved = recording.unstored + recording.skipped
+        if not unsaved:
+            return result
+        error = recording.error
+        text = f"{type(error).__name__}: {error}" if error is not None else "not stored"
+        self._dispatch(
+            SessionWriteFailed(error=text, unstored=recording.unstored, skipped=recording.skipped)
+        )
+        return msgspec.structs.replace(result, unsaved_messages=unsaved, session_error=text)
 
     @staticmethod
     def _prompts(input: AgentInput, images: Sequence[Image] | None) -> list[AgentMessage]:  # noqa: A002
@@ -546,7 +596,12 @@ class Agent:
     def _check_continue(self) -> None:
         if not self._messages:
             raise NoMessages("cannot continue: the history is empty")
-        if isinstance(self._messages[-1], AssistantMessage) and not self.has_queued_messages():
+        last = self._messages[-1]
+        if (
+            isinstance(last, AssistantMessage)
+            and not is_failed_answer(last)
+            and not self.has_queued_messages()
+        ):
             raise InvalidContinue(
                 "cannot continue: the last message is the assistant's and nothing is queued"
             )
@@ -554,7 +609,8 @@ class Agent:
     def _continue_prompts(self) -> list[AgentMessage]:
         if not self._messages:
             raise NoMessages("cannot continue: the history is empty")
-        if isinstance(self._messages[-1], AssistantMessage):
+        last = self._messages[-1]
+        if isinstance(last, AssistantMessage) and not is_failed_answer(last):
             queued = self._take(self._steering, self.steering_mode) or self._take(
                 self._follow_up, self.follow_up_mode
             )
@@ -646,12 +702,20 @@ class Agent:
             self._scope.cancel()
 
     def abort_threadsafe(self) -> None:
-        """``abort()`` from a thread other than the event loop's."""
+        """``abort()`` from any thread, the event loop's own included. Does nothing when idle."""
         token = self._token
-        if token is not None:
-            import anyio.from_thread  # only needed here; it is slow to import
+        if token is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self.abort()
+            return
+        import anyio.from_thread  # only needed here; it is slow to import
 
+        try:
             anyio.from_thread.run_sync(self.abort, token=token)
+        except RuntimeError:
+            # The run (and its event loop) ended meanwhile: there is nothing left to abort.
+            log.debug("abort_threadsafe: the event loop is gone", exc_info=True)
 
     async def wait_idle(self) -> None:
         """Return once no run is active."""
@@ -741,6 +805,7 @@ class Agent:
         )
         if done.dropped:
             self._messages = list(done.messages)
+            self._history = None
             self._dispatch(
                 ContextCompacted(
                     report=(

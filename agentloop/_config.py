@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from ._retry import ExponentialBackoff, RetryStrategy
 from ._types import (
     AgentMessage,
+    AssistantMessage,
     CustomMessage,
     LlmMessage,
     ModelSpec,
+    StopReason,
     StreamOptions,
     ToolCall,
 )
@@ -84,8 +86,16 @@ ToolExecution: TypeAlias = (
 
 
 def default_convert_to_llm(message: AgentMessage) -> LlmMessage | None:
-    """Pass LLM messages through; drop custom ones."""
-    return None if isinstance(message, CustomMessage) else message
+    """Pass LLM messages through; drop custom ones and failed answers.
+
+    A failed answer (an assistant message with stop reason ``error``) is the record of a model
+    call that did not work; the loop never sends one back to a model, whatever the converter.
+    """
+    if isinstance(message, CustomMessage):
+        return None
+    if type(message) is AssistantMessage and message.stop_reason is StopReason.ERROR:
+        return None
+    return message
 
 
 _DEFAULT_OPTIONS = StreamOptions()

@@ -10,16 +10,25 @@ the calls still running and the ones not yet started.
 
 Every call of the batch ends with exactly one result, committed in call order, and emits
 exactly one ``ToolExecutionStart``/``ToolExecutionEnd`` pair, whatever happens.
+
+Application code that fails inside the batch never escapes from a child task: a tool that
+raises becomes an error result; a steering hook that raises, or anything that is not an
+``Exception`` (``KeyboardInterrupt``, ``SystemExit``), is kept, the batch (or the run) is
+cancelled, and the failure is raised again in the parent task, as itself, never in a group.
+A pre-dispatch policy that raises rejects the call (fail closed) unless it sets
+``fail_open = True``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
+from ._errors import HookFailed, single_exception
 from ._events import AgentToolResult, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
 from ._policy import (
     ApprovedWith,
@@ -29,7 +38,7 @@ from ._policy import (
     Skip,
     Stop,
 )
-from ._tools import ToolArgumentError, validator_for
+from ._tools import ToolArgumentError, ToolContext, _current_context, validator_for
 from ._types import AgentMessage, Text, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -50,7 +59,17 @@ _MAX_REWRITES = 8
 class _Slot:
     """One call of the batch and what became of it."""
 
-    __slots__ = ("arguments", "call", "ended", "result", "scope", "started", "tool", "validated")
+    __slots__ = (
+        "arguments",
+        "call",
+        "context",
+        "ended",
+        "result",
+        "scope",
+        "started",
+        "tool",
+        "validated",
+    )
 
     def __init__(self, call: ToolCall, tool: AgentTool | None) -> None:
         self.call = call
@@ -59,6 +78,7 @@ class _Slot:
         self.validated: Any = None
         self.result: AgentToolResult | None = None
         self.scope: anyio.CancelScope | None = None
+        self.context: ToolContext | None = None
         self.started = False
         self.ended = False
 
@@ -73,6 +93,8 @@ class Batch:
         self.steering: list[AgentMessage] | None = None
         self.interrupted = False
         self.stopped: str | None = None
+        self.failure: Exception | None = None
+        self._group: anyio.CancelScope | None = None
 
     # ---------------------------------------------------------------- events
 
@@ -91,6 +113,8 @@ class Batch:
         slot.result = result
         self._start(slot)
         slot.ended = True
+        if slot.context is not None:
+            slot.context._cancel()  # a thread still running is told its result is void
         call = slot.call
         self.run.emit(
             ToolExecutionEnd(
@@ -142,7 +166,22 @@ class Batch:
             )
             rewritten = False
             for policy in policies:
-                verdict = run.evaluate(policy, ctx, None)
+                try:
+                    verdict = policy.evaluate(ctx)
+                except Exception as exc:
+                    name = run.policy_name(policy)
+                    if getattr(policy, "fail_open", False):
+                        log.exception("pre-dispatch policy %r raised; it fails open", name)
+                        continue
+                    log.exception("pre-dispatch policy %r raised; the call is rejected", name)
+                    self._end(
+                        slot,
+                        AgentToolResult.error(
+                            f"tool call rejected: policy {name!r} failed: "
+                            f"{type(exc).__name__}: {exc}"
+                        ),
+                    )
+                    return False
                 if verdict is None:
                     continue
                 kind = type(verdict)
@@ -281,10 +320,19 @@ class Batch:
             if self.interrupted:
                 break
             await anyio.lowlevel.checkpoint_if_cancelled()
-            async with anyio.create_task_group() as tg:
-                for slot in group:
-                    slot.scope = anyio.CancelScope()
-                    tg.start_soon(self._run_call, slot, limiter)
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._group = tg.cancel_scope
+                    for slot in group:
+                        slot.scope = anyio.CancelScope()
+                        tg.start_soon(self._run_call, slot, limiter)
+            except BaseExceptionGroup as group_error:
+                # Children keep their failures; this is a bug's last line of defence.
+                raise single_exception(group_error) from None
+            finally:
+                self._group = None
+            if self.failure is not None:
+                raise self.failure
             # Backends differ on whether a task group whose children all finished raises a
             # pending cancellation on exit; check explicitly so an abort ends this turn on all.
             await anyio.lowlevel.checkpoint_if_cancelled()
@@ -321,7 +369,22 @@ class Batch:
                 self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
             else:
                 self._end(slot, slot.result)
-        await self._poll_steering()
+        try:
+            await self._poll_steering()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            self._fail(HookFailed.wrap("get_steering_messages", exc), exc)
+        except BaseException as exc:
+            self.run.interrupt(exc, "get_steering_messages")
+
+    def _fail(self, failure: HookFailed, cause: Exception) -> None:
+        """Keep the first failure of a child and cancel the group; ``execute`` raises it."""
+        if self.failure is None:
+            failure.__cause__ = cause
+            self.failure = failure
+        if self._group is not None:
+            self._group.cancel()
 
     async def _execute(self, slot: _Slot) -> None:
         tool = slot.tool
@@ -331,12 +394,20 @@ class Batch:
         self._start(slot)
         emit = run.emit
         call_id, name = call.id, call.name
+        loop_thread = run.loop_thread
 
         def on_update(update: AgentToolResult | str) -> None:
+            if slot.ended:
+                return  # a thread outliving its call: the update is void
+            if threading.get_ident() != loop_thread:
+                run.call_from_thread(on_update, update)
+                return
             if isinstance(update, str):
                 update = AgentToolResult.text(update)
             emit(ToolExecutionUpdate(call_id=call_id, name=name, update=update))
 
+        ctx = slot.context = ToolContext(call_id, name, on_update)
+        _current_context.set(ctx)
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
         try:
             if timeout is None:
@@ -345,6 +416,7 @@ class Batch:
                 with anyio.move_on_after(timeout) as deadline:
                     result = await tool.execute(call_id, slot.validated, on_update)
                 if deadline.cancelled_caught:
+                    ctx._cancel()
                     slot.result = AgentToolResult.error(
                         f"tool call timed out after {timeout:g} seconds"
                     )
@@ -354,6 +426,15 @@ class Batch:
             slot.result = AgentToolResult.error(
                 f"tool {name!r} failed: {type(exc).__name__}: {exc}"
             )
+            return
+        except BaseException as exc:
+            ctx._cancel()
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            # Not an ``Exception``: the run ends (every call still gets its end event), then
+            # the exception propagates from the run as itself.
+            slot.result = AgentToolResult.error(f"tool {name!r} raised {type(exc).__name__}: {exc}")
+            run.interrupt(exc, f"tool {name!r}")
             return
         if not isinstance(result, AgentToolResult):
             slot.result = AgentToolResult.error(

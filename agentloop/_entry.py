@@ -17,6 +17,7 @@ import anyio
 
 from ._channel import EventChannel
 from ._errors import InvalidContinue, NoMessages, single_exception
+from ._history import is_failed_answer
 from ._loop import _Run
 from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from ._config import AgentLoopConfig
     from ._events import AgentEvent
+    from ._history import History
 
 __all__ = ["EventStream", "agent_loop", "agent_loop_continue", "run_loop", "safe_callback"]
 
@@ -60,13 +62,17 @@ def _ignore(event: AgentEvent) -> None:
 def check_continue(context: AgentContext) -> None:
     """Raise if there is nothing the loop could continue from.
 
+    A failed answer (stop reason ``error``) may be continued from: the continued run retries
+    the request (after a context overflow, with the overflow signal set for the transformers).
+
     Raises:
         NoMessages: the history is empty.
-        InvalidContinue: the last message is the assistant's.
+        InvalidContinue: the last message is the assistant's (and not a failed answer).
     """
     if not context.messages:
         raise NoMessages("cannot continue: the history is empty")
-    if isinstance(context.messages[-1], AssistantMessage):
+    last = context.messages[-1]
+    if isinstance(last, AssistantMessage) and not is_failed_answer(last):
         raise InvalidContinue("cannot continue: the last message is the assistant's")
 
 
@@ -85,6 +91,7 @@ class EventStream:
         on_event: Callable[[AgentEvent], None] | None = None,
         cancel_scope: anyio.CancelScope | None = None,
         capacity: int = 256,
+        history: History | None = None,
     ) -> None:
         self._channel = EventChannel(capacity)
         channel_send = self._channel.send
@@ -104,9 +111,11 @@ class EventStream:
             emit,
             cancel_scope=cancel_scope,
             channel=self._channel,
+            history=history,
         )
         self._tg: TaskGroup | None = None
         self._result: AgentResult | None = None
+        self._fatal: BaseException | None = None
 
     @property
     def result(self) -> AgentResult:
@@ -126,6 +135,13 @@ class EventStream:
     async def _main(self) -> None:
         try:
             self._result = await self._run.run(self._prompts)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            # KeyboardInterrupt or SystemExit from the run (after its closing events). It must
+            # not escape this child task (asyncio would stop the event loop): ``__aexit__``
+            # raises it in the consumer's task.
+            self._fatal = exc
         finally:
             self._channel.close_sender()
 
@@ -149,14 +165,26 @@ class EventStream:
         self._channel.close_receiver()
         tg.cancel_scope.cancel()
         try:
-            return await tg.__aexit__(exc_type, exc, tb)
+            suppress = await tg.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
             raise single_exception(group) from None
+        fatal, self._fatal = self._fatal, None
+        if fatal is not None:
+            raise fatal
+        return suppress
+
+    _USAGE = "async with agent_loop(...) as events: async for event in events: ..."
+
+    def _check_entered(self) -> None:
+        if self._tg is None:
+            raise TypeError(f"enter the event stream before iterating it: {self._USAGE}")
 
     def __aiter__(self) -> Self:
+        self._check_entered()
         return self
 
     async def __anext__(self) -> AgentEvent:
+        self._check_entered()
         try:
             return await self._channel.receive()
         except anyio.EndOfStream:

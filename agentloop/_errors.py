@@ -9,6 +9,8 @@ results); these exceptions are for what the caller must handle::
     │   ├── ModelThrottled          rate limited (429, "overloaded"); may carry retry_after
     │   ├── NetworkError            connection failures, 5xx, a stream cut short
     │   └── StreamError             any other failure (auth, content filter, malformed stream)
+    ├── HookFailed                  an application hook raised (transformer, converter,
+    │                               policy, message source, key resolver, system prompt)
     ├── StructuredOutputFailed      structured output still invalid after the retries
     ├── AlreadyRunning              a second prompt/continue while a run is active
     ├── NoMessages                  continue with an empty history
@@ -27,6 +29,7 @@ __all__ = [
     "Aborted",
     "AlreadyRunning",
     "ContextWindowOverflow",
+    "HookFailed",
     "InvalidContinue",
     "ModelError",
     "ModelThrottled",
@@ -83,6 +86,26 @@ class StreamError(ModelError):
     ) -> None:
         super().__init__(message, retry_after=retry_after)
         self.kind = kind
+
+
+class HookFailed(AgentError):
+    """Application code the loop calls raised, so the run ended with an error.
+
+    ``hook`` names it: ``transform_context``, ``convert_to_llm``, ``get_steering_messages``,
+    ``pre-turn policy 'budget'`` and so on. The message reads
+    ``"{hook} raised {ExceptionType}: {text}"`` on every backend; the original exception is the
+    ``__cause__`` where the loop raised it (and logged with its traceback).
+    """
+
+    def __init__(self, message: str, *, hook: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hook = hook
+
+    @classmethod
+    def wrap(cls, hook: str, exc: BaseException) -> HookFailed:
+        """The error for ``exc`` raised by ``hook``."""
+        return cls(f"{hook} raised {type(exc).__name__}: {exc}", hook=hook)
 
 
 class StructuredOutputFailed(AgentError):

@@ -50,7 +50,7 @@ class TurnEndReason(enum.StrEnum):
     ABORTED = "aborted"
 
 
-class AgentToolResult(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
+class AgentToolResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What a tool returns: ``content`` for the model, ``details`` for logs and displays."""
 
     content: list[ContentBlock] = msgspec.field(default_factory=list)
@@ -78,7 +78,7 @@ class AgentStart(_Ev, frozen=True, tag="agent_start"):
     pass
 
 
-class AgentEnd(_Ev, frozen=True, tag="agent_end"):
+class AgentEnd(_Ev, frozen=True, tag="agent_end", gc=True):
     """The run is over; ``messages`` are all the messages it added to the context."""
 
     messages: list[AgentMessage]
@@ -88,7 +88,7 @@ class TurnStart(_Ev, frozen=True, tag="turn_start"):
     turn: int = 0
 
 
-class TurnEnd(_Ev, frozen=True, tag="turn_end"):
+class TurnEnd(_Ev, frozen=True, tag="turn_end", gc=True):
     """A turn is over. ``message`` is ``None`` when the turn ended before the model answered."""
 
     reason: TurnEndReason
@@ -97,19 +97,19 @@ class TurnEnd(_Ev, frozen=True, tag="turn_end"):
     turn: int = 0
 
 
-class MessageStart(_Ev, frozen=True, tag="message_start"):
+class MessageStart(_Ev, frozen=True, tag="message_start", gc=True):
     """A message begins. For the assistant's answer this is an empty partial message."""
 
     message: AgentMessage
 
 
-class MessageUpdate(_Ev, frozen=True, tag="message_update"):
+class MessageUpdate(_Ev, frozen=True, tag="message_update", gc=True):
     """One streamed piece of the assistant's answer, as the provider sent it."""
 
     event: AssistantMessageEvent
 
 
-class MessageEnd(_Ev, frozen=True, tag="message_end"):
+class MessageEnd(_Ev, frozen=True, tag="message_end", gc=True):
     """A message is complete and committed to the context."""
 
     message: AgentMessage
@@ -128,13 +128,13 @@ class StreamRetry(_Ev, frozen=True, tag="stream_retry"):
     message: str
 
 
-class ToolExecutionStart(_Ev, frozen=True, tag="tool_execution_start"):
+class ToolExecutionStart(_Ev, frozen=True, tag="tool_execution_start", gc=True):
     call_id: str
     name: str
     arguments: Any = None
 
 
-class ToolExecutionUpdate(_Ev, frozen=True, tag="tool_execution_update"):
+class ToolExecutionUpdate(_Ev, frozen=True, tag="tool_execution_update", gc=True):
     """Progress from a running tool."""
 
     call_id: str
@@ -142,19 +142,33 @@ class ToolExecutionUpdate(_Ev, frozen=True, tag="tool_execution_update"):
     update: AgentToolResult
 
 
-class ToolExecutionEnd(_Ev, frozen=True, tag="tool_execution_end"):
+class ToolExecutionEnd(_Ev, frozen=True, tag="tool_execution_end", gc=True):
     call_id: str
     name: str
     result: AgentToolResult
     is_error: bool = False
 
 
-class ContextCompacted(_Ev, frozen=True, tag="context_compacted"):
+class ContextCompacted(_Ev, frozen=True, tag="context_compacted", gc=True):
     """A context transformer dropped or summarised messages; ``report`` says what."""
 
     report: str
     dropped: int = 0
     details: Any = None
+
+
+class SessionWriteFailed(_Ev, frozen=True, tag="session_write_failed"):
+    """Committed messages of the run could not all be stored in the agent's session.
+
+    An ``Agent`` notification sent to its subscribers once the run's final flush is over, so it
+    comes after the run's ``AgentEnd``; the run's ``AgentResult`` says the same
+    (``unsaved_messages``, ``session_error``). Unstored messages stay queued in the recorder
+    and are stored by a later run; skipped ones could not be stored in any form.
+    """
+
+    error: str
+    unstored: int = 0
+    skipped: int = 0
 
 
 AgentEvent: TypeAlias = (
@@ -170,4 +184,5 @@ AgentEvent: TypeAlias = (
     | ToolExecutionUpdate
     | ToolExecutionEnd
     | ContextCompacted
+    | SessionWriteFailed
 )

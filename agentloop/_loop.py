@@ -7,13 +7,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
-from ._config import AgentLoopConfig, TransformContext, default_convert_to_llm
+from ._config import AgentLoopConfig, TransformContext
+from ._errors import HookFailed
 from ._events import (
     AgentEnd,
     AgentStart,
@@ -23,6 +25,7 @@ from ._events import (
     TurnEndReason,
     TurnStart,
 )
+from ._history import History, is_failed_answer as is_failed
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
 from ._stream import Accumulator
 from ._types import (
@@ -31,7 +34,6 @@ from ._types import (
     AgentResult,
     AssistantMessage,
     Cost,
-    CustomMessage,
     ErrorKind,
     LlmMessage,
     StopReason,
@@ -69,20 +71,22 @@ class _Run:
         "ended",
         "error",
         "error_kind",
+        "fatal",
+        "fatal_note",
         "finished",
+        "history",
         "in_turn",
         "incremental",
-        "llm_messages",
+        "loop_thread",
         "messages",
         "new_messages",
-        "open_calls",
-        "orphan_results",
         "overflow_signal",
         "pending",
         "scope",
         "stop_reason",
         "stopped_by",
         "system_prompt",
+        "token",
         "tool_schemas",
         "tools",
         "turn",
@@ -100,6 +104,7 @@ class _Run:
         *,
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
+        history: History | None = None,
     ) -> None:
         self.config = config
         self.emit = emit
@@ -116,12 +121,16 @@ class _Run:
         self.incremental = (
             config.transform_context is None and config.async_transform_context is None
         )
-        self.messages: list[AgentMessage] = []
+        if history is None or not history.fits(config.convert_to_llm, self.incremental):
+            history = History(
+                list(context.messages),
+                convert=config.convert_to_llm,
+                incremental=self.incremental,
+            )
+        self.history = history
+        self.messages = history.messages
         self.view = MessagesView(self.messages)
         self.new_messages: list[AgentMessage] = []
-        self.llm_messages: list[LlmMessage] = []
-        self.open_calls: dict[str, ToolCall] = {}
-        self.orphan_results = 0
         self.pending: list[AgentMessage] = []
         self.overflow_signal = False
         self.turn = 0
@@ -139,38 +148,26 @@ class _Run:
         self.turn_message: AssistantMessage | None = None
         self.batch: Batch | None = None
         self.finished: AgentResult | None = None
-        for message in context.messages:
-            self._append(message, new=False)
+        # Something that is not an ``Exception`` (KeyboardInterrupt, SystemExit) raised in the
+        # run: it ends the run like an abort, then propagates from ``run`` as itself.
+        self.fatal: BaseException | None = None
+        self.fatal_note = ""
+        self.loop_thread = 0
+        self.token: object = None
+        last = self.messages[-1] if self.messages else None
+        if type(last) is AssistantMessage and last.error_kind is ErrorKind.CONTEXT_OVERFLOW:
+            # Continuing after an overflow error: the first request prunes harder.
+            self.overflow_signal = True
 
     # ---------------------------------------------------------------- committing
 
-    def _append(self, message: AgentMessage, *, new: bool = True) -> None:
-        self.messages.append(message)
-        if new:
-            self.new_messages.append(message)
-        cls = type(message)
-        if self.incremental:
-            # Without transformers each message is converted once, when committed, so a turn
-            # never walks the whole history.
-            convert = self.config.convert_to_llm
-            if convert is default_convert_to_llm:
-                llm: LlmMessage | None = None if isinstance(message, CustomMessage) else message
-            else:
-                llm = convert(message)
-            if llm is not None:
-                self.llm_messages.append(llm)
-        if cls is AssistantMessage:
+    def _append(self, message: AgentMessage) -> None:
+        self.history.append(message)
+        self.new_messages.append(message)
+        if type(message) is AssistantMessage:
             assert isinstance(message, AssistantMessage)
-            for block in message.content:
-                if type(block) is ToolCall:
-                    self.open_calls[block.id] = block
-            if new:
-                self.usage = self.usage + message.usage
-                self.cost = self.cost + message.cost
-        elif cls is ToolResultMessage:
-            assert isinstance(message, ToolResultMessage)
-            if self.open_calls.pop(message.tool_call_id, None) is None:
-                self.orphan_results += 1
+            self.usage = self.usage + message.usage
+            self.cost = self.cost + message.cost
 
     def commit(self, message: AgentMessage) -> None:
         """Add a complete message to the context, with its start/end events."""
@@ -191,13 +188,23 @@ class _Run:
         name = getattr(policy, "name", None)
         return name if isinstance(name, str) and name else type(policy).__name__
 
-    def evaluate(self, policy: Any, ctx: Any, default: Any) -> Any:
-        """Run one policy; a policy that raises is logged and counts as ``default``."""
+    def evaluate(self, policy: Any, ctx: Any, default: Any, slot: str) -> Any:
+        """Run one turn-level policy.
+
+        A policy that raises fails closed: the run ends with a ``HookFailed`` naming it. One
+        whose ``fail_open`` attribute is true is logged and counts as ``default`` instead.
+
+        Raises:
+            HookFailed: the policy raised and does not fail open.
+        """
         try:
             return policy.evaluate(ctx)
-        except Exception:
-            log.exception("policy %s raised; treated as a pass", self.policy_name(policy))
-            return default
+        except Exception as exc:
+            name = self.policy_name(policy)
+            if getattr(policy, "fail_open", False):
+                log.exception("%s policy %r raised; it fails open", slot, name)
+                return default
+            raise HookFailed.wrap(f"{slot} policy {name!r}", exc) from exc
 
     def policy_context(
         self,
@@ -216,12 +223,16 @@ class _Run:
         )
 
     def run_turn_policies(
-        self, policies: Sequence[Any], ctx: PolicyContext
+        self, policies: Sequence[Any], ctx: PolicyContext, slot: str
     ) -> tuple[str | None, list[AgentMessage]]:
-        """Evaluate turn-level policies: returns (stop reason, messages to inject)."""
+        """Evaluate turn-level policies: returns (stop reason, messages to inject).
+
+        Raises:
+            HookFailed: a policy raised and does not fail open.
+        """
         injected: list[AgentMessage] = []
         for policy in policies:
-            verdict = self.evaluate(policy, ctx, CONTINUE)
+            verdict = self.evaluate(policy, ctx, CONTINUE, slot)
             kind = type(verdict)
             if kind is Stop:
                 return f"{self.policy_name(policy)}: {verdict.reason}", injected
@@ -241,16 +252,53 @@ class _Run:
         )
 
     def llm_view(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:
-        """The LLM messages of a request, repaired so no tool call goes unanswered."""
+        """The LLM messages of a request, repaired so no tool call goes unanswered.
+
+        Failed answers (stop reason ``error``) are left out: a model never needs to see its own
+        failed attempt, and most providers reject an empty assistant turn.
+
+        Raises:
+            HookFailed: ``convert_to_llm`` raised.
+        """
+        history = self.history
+        if history.failure is not None:
+            raise history.failure
         if messages is None and self.incremental:
-            llm = self.llm_messages
+            llm = history.llm_messages
         else:
             convert = self.config.convert_to_llm
             source = self.messages if messages is None else messages
-            llm = [c for c in map(convert, source) if c is not None]
-        if self.open_calls or self.orphan_results or messages is not None:
+            try:
+                llm = [c for c in map(convert, source) if c is not None and not is_failed(c)]
+            except Exception as exc:
+                raise HookFailed.wrap("convert_to_llm", exc) from exc
+        if history.open_calls or history.orphan_results or messages is not None:
             llm = _repair(llm)
         return llm
+
+    # ---------------------------------------------------------------- threads and interrupts
+
+    def interrupt(self, exc: BaseException, where: str) -> None:
+        """End the run because ``where`` raised ``exc``, which is not an ``Exception``.
+
+        The run is cancelled like an abort, completes its events, and ``run`` raises ``exc``.
+        """
+        if self.fatal is None:
+            self.fatal = exc
+            self.fatal_note = f"{where} raised {type(exc).__name__}: {exc}"
+        self.scope.cancel()
+
+    def call_from_thread(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """Call ``fn(arg)`` on the run's event loop thread from another thread, and wait.
+
+        Dropped (logged at DEBUG) when the event loop is gone.
+        """
+        import anyio.from_thread  # slow to import; only threads need it
+
+        try:
+            anyio.from_thread.run_sync(fn, arg, token=self.token)  # type: ignore[arg-type]
+        except Exception:
+            log.debug("a call from a worker thread was dropped: its run has ended", exc_info=True)
 
     # ---------------------------------------------------------------- ending
 
@@ -290,7 +338,7 @@ class _Run:
         elif message is not None and message.stop_reason is not StopReason.ABORTED:
             # The answer was committed but its calls never reached dispatch.
             for call in message.tool_calls:
-                if call.id in self.open_calls:
+                if call.id in self.history.open_calls:
                     result = _error_result(call, note)
                     results.append(result)
                     self.commit(result)
@@ -331,6 +379,8 @@ class _Run:
         """Run to the end; on cancellation emit the closing events, then re-raise."""
         from ._turn import run_turn
 
+        self.loop_thread = threading.get_ident()
+        self.token = anyio.lowlevel.current_token()
         self.emit(AgentStart())
         try:
             with self.scope:
@@ -343,16 +393,22 @@ class _Run:
             self.stop_reason = StopReason.ABORTED
             self.emit(AgentEnd(messages=self.new_messages))
             raise
+        except HookFailed as exc:
+            # Application code the loop calls failed: end the run as an error naming it.
+            log.error("agent run ended: %s", exc, exc_info=exc.__cause__ or exc)
+            self._end_with_error(str(exc), ErrorKind.HOOK)
         except Exception as exc:
-            # A hook of the application failed (transformer, converter, key, message source)
-            # or the loop has a bug: end the run as an error, with its events complete.
+            # A bug of the loop: end the run as an error, with its events complete.
             log.exception("agent loop failed")
-            note = f"agent loop failed: {type(exc).__name__}: {exc}"
-            self.close_turn(TurnEndReason.ERROR, note)
-            self.stop_reason = StopReason.ERROR
-            self.error = note
-            self.error_kind = ErrorKind.OTHER
-        if self.scope.cancelled_caught:
+            self._end_with_error(f"agent loop failed: {type(exc).__name__}: {exc}", ErrorKind.OTHER)
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit and the like, raised in the run's own task.
+            if self.fatal is None:
+                self.fatal = exc
+                self.fatal_note = f"agent run interrupted by {type(exc).__name__}: {exc}"
+        if self.fatal is not None:
+            self._end_with_error(self.fatal_note, ErrorKind.OTHER)
+        elif self.scope.cancelled_caught:
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.stop_reason = StopReason.ABORTED
         self.flush_pending(
@@ -363,7 +419,15 @@ class _Run:
             else TurnEndReason.COMPLETE
         )
         self.emit(AgentEnd(messages=self.new_messages))
+        if self.fatal is not None:
+            raise self.fatal
         return self.result()
+
+    def _end_with_error(self, note: str, kind: ErrorKind) -> None:
+        self.close_turn(TurnEndReason.ERROR, note)
+        self.stop_reason = StopReason.ERROR
+        self.error = note
+        self.error_kind = kind
 
     async def _outer(self, run_turn: Any) -> None:
         config = self.config
@@ -374,13 +438,16 @@ class _Run:
             if config.get_follow_up_messages is not None:
                 # An abort that arrived as the last turn ended must not consume a follow-up.
                 await anyio.lowlevel.checkpoint_if_cancelled()
-                follow = list(await config.get_follow_up_messages())
+                try:
+                    follow = list(await config.get_follow_up_messages())
+                except Exception as exc:
+                    raise HookFailed.wrap("get_follow_up_messages", exc) from exc
                 if follow:
                     self.pending.extend(follow)
                     continue
             if config.post_loop_policies:
                 stop, injected = self.run_turn_policies(
-                    config.post_loop_policies, self.policy_context()
+                    config.post_loop_policies, self.policy_context(), "post-loop"
                 )
                 if stop is not None:
                     self.stopped_by = stop
@@ -401,7 +468,10 @@ class _Run:
                 # Only when the turn brought no messages of its own: a batch interrupted by
                 # steering already took what the queue's mode allows for this turn.
                 await anyio.lowlevel.checkpoint_if_cancelled()
-                steering = list(await poll())
+                try:
+                    steering = list(await poll())
+                except Exception as exc:
+                    raise HookFailed.wrap("get_steering_messages", exc) from exc
                 if steering:
                     self.pending.extend(steering)
             if not more and not self.pending:

@@ -1,8 +1,13 @@
 """Policy hooks: the four slots where an application can steer or stop the loop, and approval.
 
-Policies are synchronous and cheap; each returns a verdict. A policy that raises is reported
-(logged) and treated as ``Continue``/``Allow``: it never kills the loop. Every policy sees a
-read-only view of the committed context, valid for the duration of the call.
+Policies are synchronous and cheap; each returns a verdict. Every policy sees a read-only view
+of the committed context, valid for the duration of the call.
+
+A policy that raises fails closed, since most policies guard something: in the pre-dispatch
+slot the call is rejected with an error result naming the policy; in the other slots the run
+ends with stop reason ``error`` and a ``HookFailed`` error naming it. A policy that is only a
+convenience (an audit log, say) declares ``fail_open = True``: its failures are logged and count
+as ``Continue``/``Allow``. Approval fails closed as well: an approval hook that raises rejects.
 
 =============  ===========================================  ================================
 slot           when                                         verdicts
@@ -76,13 +81,13 @@ class Stop(_Verdict, frozen=True, tag="stop"):
     reason: str
 
 
-class Inject(_Verdict, frozen=True, tag="inject"):
+class Inject(_Verdict, frozen=True, tag="inject", gc=True):
     """Add ``messages`` to the context (pre-turn: before the model call; else: next turn)."""
 
     messages: list[AgentMessage]
 
 
-class Replace(_Verdict, frozen=True, tag="replace"):
+class Replace(_Verdict, frozen=True, tag="replace", gc=True):
     """Post-turn only: replace the turn's tool results before they are committed.
 
     The replacements must answer the same calls in the same order; the assistant message and
@@ -102,7 +107,7 @@ class Skip(_Verdict, frozen=True, tag="skip"):
     reason: str
 
 
-class Rewrite(_Verdict, frozen=True, tag="rewrite"):
+class Rewrite(_Verdict, frozen=True, tag="rewrite", gc=True):
     """Run the call with these arguments instead (the policies see the new ones again)."""
 
     arguments: Any
@@ -245,7 +250,7 @@ class Rejected(_Verdict, frozen=True, tag="rejected"):
     reason: str = "the user rejected this tool call"
 
 
-class ApprovedWith(_Verdict, frozen=True, tag="approved_with"):
+class ApprovedWith(_Verdict, frozen=True, tag="approved_with", gc=True):
     """Run the call with these arguments (they pass the pre-dispatch policies again)."""
 
     arguments: Any

@@ -78,7 +78,7 @@ class TextEnd(_Event, frozen=True, tag="text_end"):
     index: int
 
 
-class ThinkingStart(_Event, frozen=True, tag="thinking_start"):
+class ThinkingStart(_Event, frozen=True, tag="thinking_start", gc=True):
     """A reasoning block starts; redacted blocks carry their opaque ``data`` here."""
 
     index: int
@@ -101,7 +101,7 @@ class ThinkingEnd(_Event, frozen=True, tag="thinking_end"):
     data: str | None = None
 
 
-class ToolCallStart(_Event, frozen=True, tag="tool_call_start"):
+class ToolCallStart(_Event, frozen=True, tag="tool_call_start", gc=True):
     index: int
     id: str
     name: str
@@ -116,7 +116,7 @@ class ToolCallDelta(_Event, frozen=True, tag="tool_call_delta"):
     delta: str
 
 
-class ToolCallEnd(_Event, frozen=True, tag="tool_call_end"):
+class ToolCallEnd(_Event, frozen=True, tag="tool_call_end", gc=True):
     """A tool call ends. Providers that receive arguments as an object pass it as ``arguments``."""
 
     index: int
@@ -124,7 +124,7 @@ class ToolCallEnd(_Event, frozen=True, tag="tool_call_end"):
     signature: str | None = None
 
 
-class ExtensionBlock(_Event, frozen=True, tag="extension"):
+class ExtensionBlock(_Event, frozen=True, tag="extension", gc=True):
     """A whole content block of a kind the library does not model, kept as ``Extension``."""
 
     index: int

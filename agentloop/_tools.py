@@ -8,8 +8,11 @@ reach ``execute``: the model gets an error result saying what was wrong.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
+import logging
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
@@ -26,11 +29,14 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolContext",
+    "current_tool_context",
     "tool",
     "validator_for",
 ]
 
 OnUpdate = Callable[[AgentToolResult | str], None]
+
+log = logging.getLogger("agentloop.tools")
 
 
 class ToolArgumentError(ValueError):
@@ -112,18 +118,71 @@ class Tool:
 class ToolContext:
     """Given to a ``@tool`` function that declares a parameter of this type.
 
+    Safe to use from any thread: a function tool runs in a worker thread unless it is async or
+    marked ``inline``, and may start threads of its own.
+
     Attributes:
         call_id: the id of the call being run.
         name: the tool's name.
-        on_update: report progress; each call becomes a ``ToolExecutionUpdate`` event.
+        on_update: report progress; each call becomes a ``ToolExecutionUpdate`` event, delivered
+            on the event loop's thread while the tool runs. Updates after the call ended are
+            dropped.
     """
 
-    __slots__ = ("call_id", "name", "on_update")
+    __slots__ = ("_cancelled", "_event", "call_id", "name", "on_update")
 
     def __init__(self, call_id: str, name: str, on_update: OnUpdate) -> None:
         self.call_id = call_id
         self.name = name
         self.on_update = on_update
+        self._cancelled = False
+        self._event: threading.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was cancelled (abort, steering, timeout): the tool should stop.
+
+        Once it is true, whatever the tool still returns is discarded.
+        """
+        return self._cancelled
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block the calling thread until the call is cancelled or ``timeout`` seconds pass.
+
+        For threaded tools: a cancellable replacement for ``time.sleep``. Returns whether the
+        call was cancelled. Never call it on the event loop's thread (use ``cancelled``).
+        """
+        event = self._event
+        if event is None:
+            with _EVENT_LOCK:
+                event = self._event
+                if event is None:
+                    event = self._event = threading.Event()
+        # Set after publishing the event: ``_cancel`` sets the flag before it looks for one.
+        if self._cancelled:
+            event.set()
+        return event.wait(timeout)
+
+    def _cancel(self) -> None:
+        """Mark the call cancelled and wake a thread waiting in ``wait_cancelled``."""
+        self._cancelled = True
+        event = self._event
+        if event is not None:
+            event.set()
+
+
+_EVENT_LOCK = threading.Lock()
+
+# The context of the tool call the current task (or worker thread) is running; the loop sets
+# it in each call's child task, so a tool can reach its call's context without a parameter.
+_current_context: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "agentloop_tool_context", default=None
+)
+
+
+def current_tool_context() -> ToolContext | None:
+    """The ``ToolContext`` of the tool call running in this task or worker thread, if any."""
+    return _current_context.get()
 
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
@@ -182,15 +241,17 @@ class FunctionTool:
         label: str | None = None,
         requires_approval: bool = False,
         read_only: bool = False,
-        blocking: bool = False,
+        inline: bool = False,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
         self.label = label or self.name
         self.requires_approval = requires_approval
         self.read_only = read_only
-        self.blocking = blocking
         self._is_async = inspect.iscoroutinefunction(fn)
+        if inline and self._is_async:
+            raise TypeError(f"@tool(inline=True) is for sync functions; {self.name!r} is async")
+        self.inline = inline
         summary, arg_docs = _parse_doc(fn.__doc__ or "")
         self.description = description if description is not None else summary
         hints = get_type_hints(fn, include_extras=True)
@@ -233,15 +294,42 @@ class FunctionTool:
             kwargs = {f: getattr(arguments, f) for f in self._field_names}
         else:
             kwargs = dict(arguments)
+        ctx = _current_context.get()
+        if ctx is None or ctx.call_id != call_id:
+            ctx = ToolContext(call_id, self.name, on_update)  # called outside the loop
         if self._context_param is not None:
-            kwargs[self._context_param] = ToolContext(call_id, self.name, on_update)
+            kwargs[self._context_param] = ctx
         if self._is_async:
             value = await self.fn(**kwargs)
-        elif self.blocking:
-            value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
-        else:
+        elif self.inline:
             value = self.fn(**kwargs)
+        else:
+            # Cancellation (abort, steering, a timeout) ends the wait at once; the thread is
+            # abandoned, told through ``ctx.cancelled``, and what it returns is discarded.
+            value = await anyio.to_thread.run_sync(
+                self._in_thread, ctx, kwargs, abandon_on_cancel=True
+            )
         return _result_from(value)
+
+    def _in_thread(self, ctx: ToolContext, kwargs: dict[str, Any]) -> Any:
+        try:
+            value = self.fn(**kwargs)
+        except BaseException:
+            if ctx.cancelled:
+                log.debug(
+                    "tool %s (call %s) raised after its call ended; discarded",
+                    self.name,
+                    ctx.call_id,
+                    exc_info=True,
+                )
+            raise
+        if ctx.cancelled:
+            log.debug(
+                "tool %s (call %s) returned after its call ended; its result is discarded",
+                self.name,
+                ctx.call_id,
+            )
+        return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -277,7 +365,7 @@ def tool(
     label: str | None = None,
     requires_approval: bool = False,
     read_only: bool = False,
-    blocking: bool = False,
+    inline: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -288,7 +376,7 @@ def tool(
     label: str | None = None,
     requires_approval: bool = False,
     read_only: bool = False,
-    blocking: bool = False,
+    inline: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a typed function (sync or async).
 
@@ -296,8 +384,13 @@ def tool(
     parameter's description from its ``Args:`` entry. A parameter annotated ``ToolContext``
     receives the call id and a progress callback and is not part of the schema. The return value
     may be an ``AgentToolResult``, a string, or anything msgspec can encode (sent as JSON text).
-    Sync functions run on the event loop; pass ``blocking=True`` for one that blocks, to run it
-    in a worker thread.
+
+    A sync function runs in a worker thread, so it never blocks the event loop. Abort, steering
+    and timeouts end its call at once: the thread is abandoned and its eventual result discarded
+    (and logged at DEBUG). To stop early, a threaded tool checks ``ToolContext.cancelled``, waits
+    with ``ToolContext.wait_cancelled(timeout)``, or calls anyio's
+    ``from_thread.check_cancelled()``. ``inline=True`` runs a trivial sync function on the
+    event loop instead (no thread; it must not block).
 
     Example::
 
@@ -318,7 +411,7 @@ def tool(
             label=label,
             requires_approval=requires_approval,
             read_only=read_only,
-            blocking=blocking,
+            inline=inline,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -20,7 +20,7 @@ import anyio.lowlevel
 import msgspec
 
 from ._dispatch import Batch
-from ._errors import ModelError, error_for_kind
+from ._errors import HookFailed, ModelError, error_for_kind
 from ._events import MessageStart, MessageUpdate, StreamRetry, TurnEnd, TurnEndReason, TurnStart
 from ._policy import Inject, Replace, Stop
 from ._stream import Accumulator
@@ -47,29 +47,63 @@ async def _system_prompt(run: _Run) -> str:
     dynamic = run.config.system_prompt
     if dynamic is None:
         return run.system_prompt
-    value = dynamic()
-    if isinstance(value, Awaitable):
-        value = await value
+    try:
+        value = dynamic()
+        if isinstance(value, Awaitable):
+            value = await value
+    except Exception as exc:
+        raise HookFailed.wrap("system_prompt", exc) from exc
     return str(value)
 
 
 async def _request(run: _Run, system_prompt: str) -> LlmContext:
-    """Build the request context: transformers, conversion, history repair."""
+    """Build the request context: transformers, conversion, history repair.
+
+    Raises:
+        HookFailed: a transformer or the converter raised.
+    """
     config = run.config
     messages: list[AgentMessage] | None = None
     if config.async_transform_context is not None:
-        messages = await config.async_transform_context(
-            run.messages, run.transform_context(run.overflow_signal, system_prompt)
-        )
+        try:
+            messages = await config.async_transform_context(
+                run.messages, run.transform_context(run.overflow_signal, system_prompt)
+            )
+        except Exception as exc:
+            raise HookFailed.wrap("async_transform_context", exc) from exc
     if config.transform_context is not None:
-        messages = config.transform_context(
-            run.messages if messages is None else messages,
-            run.transform_context(run.overflow_signal, system_prompt),
-        )
+        try:
+            messages = config.transform_context(
+                run.messages if messages is None else messages,
+                run.transform_context(run.overflow_signal, system_prompt),
+            )
+        except Exception as exc:
+            raise HookFailed.wrap("transform_context", exc) from exc
+    elif messages is None and run.overflow_signal:
+        # No transformer to prune after an overflow: a sliding window does it for this request.
+        messages = _overflow_window(run, system_prompt)
     run.overflow_signal = False
     return LlmContext(
         system_prompt=system_prompt, messages=run.llm_view(messages), tools=run.tool_schemas
     )
+
+
+def _overflow_window(run: _Run, system_prompt: str) -> list[AgentMessage] | None:
+    """The history trimmed by a default sliding window after an overflow (``None``: no change).
+
+    The budget is the window's overflow budget for the model's context window, or, when the
+    model does not say how large its window is, half the estimated size of the history.
+    """
+    from ._context import EstimatingCounter, SlidingWindow
+
+    window = SlidingWindow()
+    ctx = run.transform_context(True, system_prompt)
+    if window.budget(run.config.model, overflow=True) is None:
+        counter = EstimatingCounter()
+        total = counter.count_text(system_prompt) + sum(map(counter.count, run.messages))
+        window = SlidingWindow(max_tokens=max(total // 2, 1), overflow_tokens=max(total // 2, 1))
+    kept = window(run.messages, ctx)
+    return kept if len(kept) < len(run.messages) else None
 
 
 def _classify(exc: Exception) -> ErrorKind:
@@ -93,7 +127,10 @@ async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
         await anyio.lowlevel.checkpoint_if_cancelled()
         options = config.stream_options
         if config.get_api_key is not None:
-            key = await config.get_api_key(model.provider)
+            try:
+                key = await config.get_api_key(model.provider)
+            except Exception as exc:
+                raise HookFailed.wrap("get_api_key", exc) from exc
             if key:
                 options = msgspec.structs.replace(options, api_key=key)
         acc = run.acc = Accumulator(model)
@@ -163,7 +200,7 @@ def _post_turn(
         return results
     ctx = run.policy_context(message, results)
     for policy in policies:
-        verdict = run.evaluate(policy, ctx, None)
+        verdict = run.evaluate(policy, ctx, None, "post-turn")
         kind = type(verdict)
         if kind is Replace:
             assert isinstance(verdict, Replace)
@@ -213,7 +250,9 @@ async def _turn_body(run: _Run) -> bool:
     await anyio.lowlevel.checkpoint_if_cancelled()
     request = await _request(run, system_prompt)
     if config.pre_turn_policies:
-        stop, injected = run.run_turn_policies(config.pre_turn_policies, run.policy_context())
+        stop, injected = run.run_turn_policies(
+            config.pre_turn_policies, run.policy_context(), "pre-turn"
+        )
         if stop is not None:
             run.stopped_by = stop
             run.ended = True
@@ -233,10 +272,12 @@ async def _turn_body(run: _Run) -> bool:
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
     message = await _stream(run, request)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
-        # One recovery attempt per turn: the transformers prune harder, same message lifecycle.
+        # One recovery attempt per turn: the transformers (or a default sliding window) prune
+        # harder, same message lifecycle. A request that did not shrink is not sent again.
         run.overflow_signal = True
-        request = await _request(run, system_prompt)
-        message = await _stream(run, request)
+        retry = await _request(run, system_prompt)
+        if len(retry.messages) < len(request.messages) or retry.messages != request.messages:
+            message = await _stream(run, retry)
     run.acc = None
     message = _normalise_ids(message)
     run.commit_streamed(message)

@@ -2,8 +2,12 @@
 
 Everything here is a msgspec Struct. Variants are tagged unions, so any value round-trips
 through ``msgspec.json`` with no custom code; the role of a message lives in its tag, never in a
-field that could contradict it. Structs are frozen and hold no references back to their owners,
-so they are created with ``gc=False``.
+field that could contradict it.
+
+Only structs that provably cannot be part of a reference cycle opt out of the cyclic garbage
+collector (``gc=False``): those whose fields hold scalars and such structs only. Anything with an
+``Any`` field (tool arguments, ``details``, ``meta``), a message, or a user's subclass stays
+collectable; msgspec leaves an instance untracked anyway when none of its values is tracked.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ class Text(_Block, frozen=True, tag="text"):
     text: str
 
 
-class Thinking(_Block, frozen=True, tag="thinking"):
+class Thinking(_Block, frozen=True, tag="thinking", gc=True):
     """Reasoning the model showed (or hid) before answering.
 
     ``signature`` proves the block to the provider that made it; ``redacted`` blocks carry only
@@ -80,7 +84,7 @@ class Thinking(_Block, frozen=True, tag="thinking"):
     meta: dict[str, Any] | None = None
 
 
-class ToolCall(_Block, frozen=True, tag="tool_call"):
+class ToolCall(_Block, frozen=True, tag="tool_call", gc=True):
     """A request from the model to run a tool.
 
     ``arguments`` is the parsed JSON the model sent (normally an object). ``partial_json`` is set
@@ -103,7 +107,7 @@ class Image(_Block, frozen=True, tag="image"):
     url: str | None = None
 
 
-class Extension(_Block, frozen=True, tag="extension"):
+class Extension(_Block, frozen=True, tag="extension", gc=True):
     """A block of a kind this library does not model (server tools, citations, ...), kept as is."""
 
     type_name: str
@@ -132,7 +136,11 @@ class StopReason(enum.StrEnum):
 
 
 class ErrorKind(enum.StrEnum):
-    """A model failure, classified so the loop can retry or recover without parsing text."""
+    """A failure, classified so the loop can retry or recover without parsing text.
+
+    Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
+    application code it called raised (see ``HookFailed``).
+    """
 
     THROTTLED = "throttled"
     CONTEXT_OVERFLOW = "context_overflow"
@@ -140,6 +148,7 @@ class ErrorKind(enum.StrEnum):
     NETWORK = "network"
     CONTENT_FILTERED = "content_filtered"
     OTHER = "other"
+    HOOK = "hook"
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -269,7 +278,7 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     pricing: Pricing | None = None
 
 
-class StreamOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class StreamOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Per-call options passed through to the provider.
 
     ``api_key`` is filled in by the loop from ``get_api_key`` before each call; it is never shown
@@ -308,9 +317,7 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 # --------------------------------------------------------------------------- messages
 
 
-class _Message(
-    msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True, tag_field="role"
-):
+class _Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="role"):
     pass
 
 
@@ -401,7 +408,7 @@ class CustomMessage(_Message, frozen=True, tag=True):
 AgentMessage: TypeAlias = LlmMessage | CustomMessage
 
 
-class ToolSchema(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
     """What a provider is told about one tool."""
 
     name: str
@@ -409,7 +416,7 @@ class ToolSchema(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     parameters: dict[str, Any]
 
 
-class LlmContext(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class LlmContext(msgspec.Struct, frozen=True, kw_only=True):
     """What a provider receives for one call: the system prompt, LLM messages and tool schemas.
 
     The message list is valid for the duration of the call; a provider that keeps it longer must
@@ -429,13 +436,14 @@ class AgentContext(msgspec.Struct, kw_only=True):
     tools: list[Any] = msgspec.field(default_factory=list)
 
 
-class AgentResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a finished run produced.
 
     ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
     cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
     ``error`` and ``error_kind`` are set when the run ended in a model error, ``stopped_by``
-    when a policy ended it.
+    when a policy ended it. ``unsaved_messages`` counts committed messages the agent's session
+    store did not take (``session_error`` says why); they never make a run fail.
     """
 
     messages: list[AgentMessage]
@@ -445,6 +453,8 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     error: str | None = None
     error_kind: ErrorKind | None = None
     stopped_by: str | None = None
+    unsaved_messages: int = 0
+    session_error: str | None = None
 
     @property
     def final_message(self) -> AssistantMessage | None:
@@ -464,12 +474,15 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         """Raise the typed ``AgentError`` for a run that ended in error or abort.
 
         Raises:
-            ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, Aborted: as the
-                run's ending says.
+            ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, HookFailed,
+                Aborted: as the run's ending says.
         """
-        from ._errors import Aborted, error_for_kind
+        from ._errors import Aborted, HookFailed, error_for_kind
 
         if self.stop_reason is StopReason.ABORTED:
             raise Aborted("the run was aborted")
         if self.stop_reason is StopReason.ERROR:
+            if self.error_kind is ErrorKind.HOOK:
+                hook = (self.error or "").partition(" raised ")[0]
+                raise HookFailed(self.error or "a hook failed", hook=hook)
             raise error_for_kind(self.error_kind or ErrorKind.OTHER, self.error or "model error")

@@ -250,6 +250,12 @@ agent_events: st.SearchStrategy[AgentEvent] = st.one_of(
     st.builds(
         ev.ContextCompacted, report=short_text, dropped=st.integers(0, 99), details=json_values
     ),
+    st.builds(
+        ev.SessionWriteFailed,
+        error=short_text,
+        unstored=st.integers(0, 99),
+        skipped=st.integers(0, 99),
+    ),
 )
 agent_results = st.builds(
     AgentResult,
@@ -340,6 +346,7 @@ EVENT_EXAMPLES: list[AgentEvent] = [
     ev.ToolExecutionUpdate(call_id="c", name="n", update=AgentToolResult.text("half")),
     ev.ToolExecutionEnd(call_id="c", name="n", result=AgentToolResult.error("no"), is_error=True),
     ev.ContextCompacted(report="dropped 3", dropped=3, details={"ids": [1, 2, 3]}),
+    ev.SessionWriteFailed(error="OSError: disk full", unstored=2, skipped=1),
 ]
 
 
@@ -369,6 +376,7 @@ def test_every_event_variant_is_covered_by_the_strategies() -> None:
         ev.ToolExecutionUpdate,
         ev.ToolExecutionEnd,
         ev.ContextCompacted,
+        ev.SessionWriteFailed,
     }
     assert len(AssistantMessageEvent.__args__) == 13
 

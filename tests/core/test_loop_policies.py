@@ -47,6 +47,7 @@ class Fixed:
 
 class Raises:
     name = "broken"
+    fail_open = True  # a convenience: its failures count as a pass
 
     def evaluate(self, ctx: Any) -> Any:
         raise RuntimeError("policy bug")
@@ -208,7 +209,7 @@ async def test_post_loop_inject_continues_and_stop_ends() -> None:
     assert len(post.seen) == 2
 
 
-async def test_raising_policies_count_as_pass() -> None:
+async def test_raising_fail_open_policies_count_as_pass() -> None:
     stream = ScriptedStream([reply_tool_calls(("act", {"value": 5})), reply_text("fine")])
     rec = Recorder()
     result = await al.run_loop(

@@ -263,10 +263,24 @@ async def test_dynamic_system_prompt_once_per_turn_and_api_key_per_call() -> Non
             reply_text("done"),
         ]
     )
+
+    def prune(messages: list[al.AgentMessage], ctx: al.TransformContext) -> list[al.AgentMessage]:
+        return messages[-1:] if ctx.overflow else messages
+
+    earlier: list[al.AgentMessage] = [
+        al.UserMessage.text("earlier"),
+        al.AssistantMessage(content=[al.Text(text="earlier answer")]),
+    ]
     await al.run_loop(
         prompt(),
-        al.AgentContext(system_prompt="static"),
-        config(stream, tools=[echo], system_prompt=system_prompt, get_api_key=get_key),
+        al.AgentContext(system_prompt="static", messages=earlier),
+        config(
+            stream,
+            tools=[echo],
+            system_prompt=system_prompt,
+            get_api_key=get_key,
+            transform_context=prune,
+        ),
     )
     assert computed == 2  # two turns, the overflow retry reused the first
     assert [c.context.system_prompt for c in stream.calls] == [

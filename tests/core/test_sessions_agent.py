@@ -12,6 +12,7 @@ from agentloop import (
     AgentMessage,
     AssistantMessage,
     ModelSpec,
+    SessionWriteFailed,
     ToolResultMessage,
     UserMessage,
     encode,
@@ -251,15 +252,25 @@ async def test_prompt_never_raises_for_a_store_problem(store: SessionStore) -> N
     model = ScriptedStream([reply_text("first"), reply_text("second")])
     agent = Agent(model=MODEL, stream_fn=model, session=recorder)
 
+    reports: list[SessionWriteFailed] = []
+    agent.subscribe(lambda e: reports.append(e) if isinstance(e, SessionWriteFailed) else None)
     result = await agent.prompt("one")
     assert result.text == "first"
     assert recorder.pending == 2
     assert isinstance(recorder.last_error, OSError)
+    # Reported in the result and to the subscribers, never raised.
+    assert result.unsaved_messages == 2
+    assert result.session_error is not None
+    assert result.session_error.startswith("OSError")
+    assert [(r.unstored, r.skipped) for r in reports] == [(2, 0)]
 
     failing.fail = False  # the disk has room again: the next run stores everything, once
     async with agent.stream("two") as events:
         async for _ in events:
             pass
+    assert events.result.unsaved_messages == 0
+    assert events.result.session_error is None
+    assert len(reports) == 1
     assert await store.load(sid) == agent.messages
     assert len(agent.messages) == 4
     assert recorder.pending == 0

@@ -185,10 +185,23 @@ def test_annotated_constraints_reach_schema_and_validation() -> None:
 # --------------------------------------------------------------------------- @tool execution
 
 
-async def test_sync_function_runs_in_the_event_loop_thread() -> None:
+async def test_sync_function_runs_in_a_worker_thread_by_default() -> None:
     seen: list[bool] = []
 
     @tool
+    def slow(n: int) -> int:
+        seen.append(threading.current_thread() is threading.main_thread())
+        return n * 2
+
+    result = await run(slow, {"n": 21})
+    assert result.content == [Text(text="42")]
+    assert seen == [False]
+
+
+async def test_inline_sync_function_runs_in_the_event_loop_thread() -> None:
+    seen: list[bool] = []
+
+    @tool(inline=True)
     def where() -> str:
         seen.append(threading.current_thread() is threading.main_thread())
         return "here"
@@ -197,17 +210,12 @@ async def test_sync_function_runs_in_the_event_loop_thread() -> None:
     assert seen == [True]
 
 
-async def test_blocking_function_runs_in_a_worker_thread() -> None:
-    seen: list[bool] = []
+def test_inline_is_refused_for_async_functions() -> None:
+    async def noop() -> None:
+        return None
 
-    @tool(blocking=True)
-    def slow(n: int) -> int:
-        seen.append(threading.current_thread() is threading.main_thread())
-        return n * 2
-
-    result = await run(slow, {"n": 21})
-    assert result.content == [Text(text="42")]
-    assert seen == [False]
+    with pytest.raises(TypeError, match="inline=True"):
+        tool(inline=True)(noop)
 
 
 async def test_async_function() -> None:

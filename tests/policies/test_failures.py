@@ -1,4 +1,8 @@
-"""A policy that raises is reported and counts as Continue/Allow: checked through real runs."""
+"""Policies that raise, checked through real runs.
+
+A policy fails closed (the call is rejected, or the run ends with an error naming it) unless it
+sets ``fail_open = True``, in which case its failure is reported and counts as Continue/Allow.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ pytestmark = pytest.mark.anyio
 
 
 class Exploding:
-    """A policy for any slot that always raises."""
+    """A policy for any slot that always raises (and fails open)."""
 
     name = "exploding"
+    fail_open = True
 
     def __init__(self) -> None:
         self.calls = 0
@@ -37,7 +42,7 @@ class Exploding:
         raise RuntimeError("policy bug")
 
 
-async def test_raising_policies_in_every_slot_do_not_end_the_run(
+async def test_fail_open_policies_that_raise_in_every_slot_do_not_end_the_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     boom = Exploding()
@@ -64,7 +69,7 @@ async def test_raising_policies_in_every_slot_do_not_end_the_run(
     assert "policy bug" in caplog.text
 
 
-async def test_a_raising_policy_does_not_hide_a_later_deny(
+async def test_a_fail_open_policy_that_raises_does_not_hide_a_later_deny(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     bash = Recorder("bash")

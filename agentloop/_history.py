@@ -1,0 +1,124 @@
+"""The committed history of a conversation, with what the loop derives from it kept current.
+
+A turn needs more than the list of messages: the messages converted for the model (without
+transformers, each is converted once, when committed), the tool calls still waiting for a result
+and the count of results that answer no call (either means the request must be repaired). A
+``History`` keeps all of them up to date message by message, so neither a turn nor a prompt
+walks the whole conversation: an ``Agent`` keeps one across its runs and hands it to each run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ._config import default_convert_to_llm
+from ._errors import HookFailed
+from ._types import (
+    AgentMessage,
+    AssistantMessage,
+    LlmMessage,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ._config import ConvertToLlm
+
+__all__ = ["History", "is_failed_answer"]
+
+log = logging.getLogger("agentloop")
+
+
+def is_failed_answer(message: AgentMessage) -> bool:
+    """Whether ``message`` is a failed answer (an assistant message with stop reason error)."""
+    return type(message) is AssistantMessage and message.stop_reason is StopReason.ERROR
+
+
+class History:
+    """Messages plus their derived state; ``append`` is the only way a message goes in.
+
+    Args:
+        messages: the list to keep (shared, not copied) and index.
+        convert: the converter of the runs that will use this history.
+        incremental: whether to keep ``llm_messages`` (only without transformers).
+
+    Attributes:
+        messages: every committed message, in order.
+        llm_messages: the messages as the model sees them (when ``incremental``); failed
+            answers are left out.
+        open_calls: tool calls without a result yet, by id.
+        orphan_results: how many tool results answered no call.
+        failure: the first ``convert_to_llm`` failure: no request can be built while it is set.
+    """
+
+    __slots__ = (
+        "convert",
+        "failure",
+        "incremental",
+        "llm_messages",
+        "messages",
+        "open_calls",
+        "orphan_results",
+    )
+
+    def __init__(
+        self, messages: list[AgentMessage], *, convert: ConvertToLlm, incremental: bool
+    ) -> None:
+        self.convert = convert
+        self.incremental = incremental
+        self.messages = messages
+        self.llm_messages: list[LlmMessage] = []
+        self.open_calls: dict[str, ToolCall] = {}
+        self.orphan_results = 0
+        self.failure: HookFailed | None = None
+        for message in messages:
+            self._index(message)
+
+    def fits(self, convert: ConvertToLlm, incremental: bool) -> bool:
+        """Whether this history was built for runs with ``convert`` and ``incremental``."""
+        return self.convert is convert and self.incremental == incremental
+
+    def extend(self, messages: Iterable[AgentMessage]) -> None:
+        """``append`` each message."""
+        for message in messages:
+            self.append(message)
+
+    def append(self, message: AgentMessage) -> None:
+        """Commit ``message``. Never raises: a conversion failure is kept in ``failure`` (the
+        message is committed, not converted) and raised when the next request is built."""
+        self.messages.append(message)
+        self._index(message)
+
+    def _index(self, message: AgentMessage) -> None:
+        if self.incremental:
+            convert = self.convert
+            llm: LlmMessage | None
+            if convert is default_convert_to_llm:
+                llm = default_convert_to_llm(message)
+            else:
+                try:
+                    llm = convert(message)
+                except Exception as exc:
+                    log.debug("convert_to_llm raised", exc_info=True)
+                    if self.failure is None:
+                        self.failure = HookFailed.wrap("convert_to_llm", exc)
+                        self.failure.__cause__ = exc
+                    llm = None
+            if llm is not None and not is_failed_answer(llm):
+                self.llm_messages.append(llm)
+        cls = type(message)
+        if cls is AssistantMessage:
+            assert isinstance(message, AssistantMessage)
+            if message.stop_reason is not StopReason.ERROR:
+                # A failed answer is never sent again, so its calls need no results.
+                for block in message.content:
+                    if type(block) is ToolCall:
+                        self.open_calls[block.id] = block
+        elif cls is ToolResultMessage:
+            assert isinstance(message, ToolResultMessage)
+            if self.open_calls.pop(message.tool_call_id, None) is None:
+                self.orphan_results += 1

@@ -1,0 +1,111 @@
+"""Only structs that cannot form reference cycles opt out of the cyclic garbage collector.
+
+Regression tests for the core-edges issue, item 10. A struct created with ``gc=False`` is never
+traversed by the collector, so a cycle through it is never freed. The rule the library keeps:
+``gc=False`` only where every field's type, followed through every struct it names, holds
+nothing but scalars and ``gc=False`` structs (no ``Any``, no ``object``, no open base class).
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import types
+import typing
+import weakref
+from typing import Any
+
+import msgspec
+import pytest
+
+import agentloop as al
+import agentloop.testing
+
+SCALARS = (str, int, float, bool, bytes, type(None))
+
+
+def _struct_classes() -> list[type[msgspec.Struct]]:
+    seen: dict[str, type[msgspec.Struct]] = {}
+    for module in (al, agentloop.testing):
+        for name in dir(module):
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and issubclass(obj, msgspec.Struct):
+                seen[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return list(seen.values())
+
+
+def _is_gc_false(cls: type[msgspec.Struct]) -> bool:
+    return cls.__struct_config__.gc is False
+
+
+def _acyclic(tp: Any, stack: frozenset[Any]) -> bool:
+    """Whether a value of annotation ``tp`` can never reach back to an enclosing struct."""
+    if tp in SCALARS or (inspect.isclass(tp) and issubclass(tp, SCALARS)):
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _acyclic(typing.get_args(tp)[0], stack)
+    if origin is typing.Literal:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return all(_acyclic(arg, stack) for arg in typing.get_args(tp))
+    if origin in (list, tuple, frozenset, set, dict):
+        return all(_acyclic(arg, stack) for arg in typing.get_args(tp) if arg is not Ellipsis)
+    if inspect.isclass(tp) and issubclass(tp, msgspec.Struct):
+        if tp in stack:
+            return True
+        if tp.__subclasses__():
+            return False  # an open base: a subclass may add any field
+        hints = typing.get_type_hints(tp, include_extras=True)
+        fields = tp.__struct_fields__
+        return all(_acyclic(hints[f], stack | {tp}) for f in fields)
+    return False  # Any, object, a protocol, an arbitrary class
+
+
+@pytest.mark.parametrize("cls", _struct_classes(), ids=lambda c: c.__qualname__)
+def test_gc_false_only_where_no_cycle_is_possible(cls: type[msgspec.Struct]) -> None:
+    if _is_gc_false(cls):
+        assert _acyclic(cls, frozenset()), f"{cls.__qualname__} is gc=False but may hold a cycle"
+
+
+def test_custom_message_subclasses_are_collected() -> None:
+    class Note(al.CustomMessage, frozen=True, tag="edges-gc-note"):
+        payload: Any = None
+
+    class Box:
+        pass
+
+    box = Box()
+    note = Note(payload=box)
+    box.back = note  # type: ignore[attr-defined]  # note -> box -> note
+    ref = weakref.ref(box)
+    del note, box
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda box: al.ToolResultMessage(
+            tool_call_id="c", content=[al.Text(text="x")], details=box
+        ),
+        lambda box: al.AgentToolResult(content=[al.Text(text="x")], details=box),
+        lambda box: al.AssistantMessage(
+            content=[al.ToolCall(id="c", name="t", arguments={"box": box})]
+        ),
+        lambda box: al.UserMessage(content=[al.Extension(type_name="x", data=box)]),
+    ],
+    ids=["tool-result-details", "agent-tool-result-details", "tool-call-arguments", "extension"],
+)
+def test_messages_holding_objects_are_collected(make: Any) -> None:
+    class Box:
+        pass
+
+    box = Box()
+    message = make(box)
+    box.back = message  # type: ignore[attr-defined]
+    ref = weakref.ref(box)
+    del box, message
+    gc.collect()
+    assert ref() is None
