@@ -125,6 +125,7 @@ from ._tools import (
     Tool as Tool,
     ToolArgumentError as ToolArgumentError,
     ToolContext as ToolContext,
+    Toolset as Toolset,
     current_tool_context as current_tool_context,
     tool as tool,
 )
@@ -272,6 +273,7 @@ __all__ = [
     "ToolExecutionUpdate",
     "ToolResultMessage",
     "ToolSchema",
+    "Toolset",
     "TransformContext",
     "TurnEnd",
     "TurnEndReason",

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from ._session_recorder import _Recording
     from ._sessions import SessionRecorder, SessionStore
     from ._stream import StreamFn
-    from ._tools import AgentTool
+    from ._tools import AgentTool, Toolset
 
 __all__ = ["PLAN_MODE_INSTRUCTION", "Agent", "AgentInput", "QueueMode"]
 
@@ -110,6 +110,23 @@ class _PauseAtTurnEnd:
 
     def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
         return Stop(reason="paused") if self.agent._pause_requested else CONTINUE
+
+
+class _ReadOnlyTools:
+    """A toolset seen through plan mode: only its read-only tools."""
+
+    def __init__(self, toolset: Toolset) -> None:
+        self.toolset = toolset
+        self.name = getattr(toolset, "name", None) or type(toolset).__name__
+        self._source: Sequence[AgentTool] | None = None
+        self._tools: list[AgentTool] = []
+
+    def get_tools(self) -> Sequence[AgentTool]:
+        source = self.toolset.get_tools()
+        if source is not self._source:
+            self._source = source
+            self._tools = [t for t in source if getattr(t, "read_only", False)]
+        return self._tools
 
 
 class _AgentStream(EventStream):
@@ -216,6 +233,8 @@ class Agent:
         tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
         session: a ``SessionRecorder``: every committed message is appended to its store as
             the run goes (see ``Agent.resume``).
+        toolsets: sources of tools that can change while the agent runs (an MCP server,
+            say); their current tools are read at the start of every turn.
         on_message: called with every message committed to the history (e.g. to persist it);
             one that raises is logged and the run goes on.
     """
@@ -246,6 +265,7 @@ class Agent:
         tool_timeout: float | None = None,
         on_message: Callable[[AgentMessage], object] | None = None,
         session: SessionRecorder | None = None,
+        toolsets: Iterable[Toolset] = (),
     ) -> None:
         self.stream_fn = stream_fn
         self.stream_options = stream_options or StreamOptions()
@@ -266,6 +286,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.on_message = on_message
         self.session = session
+        self.toolsets: list[Toolset] = list(toolsets)
         self._initial = (system_prompt, model, tuple(tools), tuple(messages))
         self._lock = threading.Lock()
         self._subscribers: dict[int, Subscriber] = {}
@@ -484,9 +505,11 @@ class Agent:
 
     def _loop_input(self) -> tuple[AgentContext, AgentLoopConfig]:
         tools = list(self._tools.values())
+        toolsets: list[Toolset] = list(self.toolsets)
         system_prompt = self.system_prompt
         if self.plan_mode:
             tools = [t for t in tools if getattr(t, "read_only", False)]
+            toolsets = [_ReadOnlyTools(t) for t in toolsets]
             system_prompt = (
                 f"{system_prompt}\n\n{PLAN_MODE_INSTRUCTION}"
                 if system_prompt
@@ -512,6 +535,7 @@ class Agent:
             tool_execution=self.tool_execution,
             max_concurrent_tools=self.max_concurrent_tools,
             tool_timeout=self.tool_timeout,
+            toolsets=toolsets,
         )
         # The loop copies the message list it is given; the agent's history grows from events.
         context = AgentContext(system_prompt=system_prompt, messages=self._messages, tools=tools)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         PreTurnPolicy,
     )
     from ._stream import StreamFn
-    from ._tools import AgentTool
+    from ._tools import AgentTool, Toolset
 
 __all__ = [
     "AgentLoopConfig",
@@ -127,6 +127,8 @@ class AgentLoopConfig:
         max_concurrent_tools: at most this many tools run at once.
         tool_timeout: seconds a tool may run before its call ends as an error.
         system_prompt: a callable computing the system prompt once per turn (sync or async).
+        toolsets: sources of tools that may change during a run (an MCP server, say): each
+            toolset's ``get_tools()`` is read at the start of every turn.
     """
 
     model: ModelSpec
@@ -149,3 +151,4 @@ class AgentLoopConfig:
     max_concurrent_tools: int | None = None
     tool_timeout: float | None = None
     system_prompt: Callable[[], str | Awaitable[str]] | None = None
+    toolsets: Sequence[Toolset] = ()

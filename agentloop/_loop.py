@@ -88,7 +88,9 @@ class _Run:
         "system_prompt",
         "token",
         "tool_schemas",
+        "static_tools",
         "tools",
+        "toolset_tools",
         "turn",
         "turn_message",
         "usage",
@@ -111,12 +113,11 @@ class _Run:
         self.channel = channel
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
         self.system_prompt = context.system_prompt
-        tools: Sequence[AgentTool] = config.tools or context.tools
-        self.tools: dict[str, AgentTool] = {t.name: t for t in tools}
-        self.tool_schemas = [
-            ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
-            for t in tools
-        ]
+        self.static_tools: Sequence[AgentTool] = config.tools or context.tools
+        self.toolset_tools: list[AgentTool] = []
+        self.tools: dict[str, AgentTool] = {}
+        self.tool_schemas: list[ToolSchema] = []
+        self._set_tools(self.static_tools)
         self.validators: dict[str, Callable[[Any], Any]] = {}
         self.incremental = (
             config.transform_context is None and config.async_transform_context is None
@@ -158,6 +159,37 @@ class _Run:
         if type(last) is AssistantMessage and last.error_kind is ErrorKind.CONTEXT_OVERFLOW:
             # Continuing after an overflow error: the first request prunes harder.
             self.overflow_signal = True
+
+    # ---------------------------------------------------------------- tools
+
+    def _set_tools(self, tools: Sequence[AgentTool]) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.tool_schemas = [
+            ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
+            for t in self.tools.values()
+        ]
+
+    def refresh_tools(self) -> None:
+        """Take the toolsets' current tools (called at the start of every turn).
+
+        The tool list is rebuilt only when a toolset's tools changed (compared by identity);
+        a static tool and a toolset's tool of the same name: the toolset's wins.
+
+        Raises:
+            HookFailed: a toolset's ``get_tools`` raised.
+        """
+        current: list[AgentTool] = []
+        for toolset in self.config.toolsets:
+            try:
+                current.extend(toolset.get_tools())
+            except Exception as exc:
+                name = getattr(toolset, "name", None) or type(toolset).__name__
+                raise HookFailed.wrap(f"toolset {name!r}", exc) from exc
+        previous = self.toolset_tools
+        if len(current) == len(previous) and all(a is b for a, b in zip(current, previous)):
+            return
+        self.toolset_tools = current
+        self._set_tools([*self.static_tools, *current])
 
     # ---------------------------------------------------------------- committing
 

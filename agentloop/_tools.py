@@ -13,7 +13,7 @@ import inspect
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 import anyio.to_thread
@@ -29,6 +29,7 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolContext",
+    "Toolset",
     "current_tool_context",
     "tool",
     "validator_for",
@@ -63,6 +64,18 @@ class AgentTool(Protocol):
     async def execute(
         self, call_id: str, arguments: Any, on_update: OnUpdate
     ) -> AgentToolResult: ...
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """A source of tools whose set may change while an agent runs (an MCP server, say).
+
+    The loop calls ``get_tools()`` at the start of every turn, so it must be cheap and must not
+    block: return the current tools (the same objects while nothing changed) and refresh them
+    elsewhere. A ``name`` attribute, if any, names the toolset in errors.
+    """
+
+    def get_tools(self) -> Sequence[AgentTool]: ...
 
 
 _validators: dict[bytes, Callable[[Any], Any]] = {}

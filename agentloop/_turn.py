@@ -246,6 +246,8 @@ async def _turn_body(run: _Run) -> bool:
         pending, run.pending = run.pending, []
         for message in pending:
             run.commit(message)
+    if config.toolsets:
+        run.refresh_tools()
     system_prompt = await _system_prompt(run)
     await anyio.lowlevel.checkpoint_if_cancelled()
     request = await _request(run, system_prompt)
