@@ -186,7 +186,9 @@ class _Run:
                 name = getattr(toolset, "name", None) or type(toolset).__name__
                 raise HookFailed.wrap(f"toolset {name!r}", exc) from exc
         previous = self.toolset_tools
-        if len(current) == len(previous) and all(a is b for a, b in zip(current, previous)):
+        if len(current) == len(previous) and all(
+            a is b for a, b in zip(current, previous, strict=True)
+        ):
             return
         self.toolset_tools = current
         self._set_tools([*self.static_tools, *current])
