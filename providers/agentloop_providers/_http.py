@@ -49,6 +49,15 @@ from agentloop import (
 from ._classify import classify_payload, classify_response, decode_body
 from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
 from ._ndjson import NDJSONError
+from ._secrets import (
+    CUT,
+    InvalidApiKey,
+    check_api_key,
+    excerpt,
+    redact as redact,
+    redact_bytes,
+    tracking,
+)
 from ._sse import SSEDecoder
 
 if TYPE_CHECKING:
@@ -72,6 +81,7 @@ logger = logging.getLogger("agentloop_providers")
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
+_MAX_SHOWN = 500  # characters of a failure's own words shown in an error message
 
 
 class ProtocolError(Exception):
@@ -122,17 +132,6 @@ class StreamParser(Protocol):
         ...
 
 
-def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every occurrence of each secret replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            text = text.replace(secret, "***")
-    return text
-
-
-_event_types: dict[type, Any] = {}
-
-
 def checked_event(event: Any) -> AssistantMessageEvent:
     """``event`` itself if it is a well-typed ``AssistantMessageEvent``.
 
@@ -178,6 +177,15 @@ class HttpProvider:
             ``other`` error naming the limit, with memory bounded by a small multiple of it.
 
     Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
+
+    API keys are checked before use (printable ASCII, no whitespace) and never leave in an
+    error message, an exception or a log record, in any of their usual representations (see
+    ``_secrets``).
+
+    Raises:
+        InvalidApiKey: ``api_key`` holds whitespace or other characters no key has (a trailing
+            newline, typically); a key from ``get_api_key`` or the environment is checked on
+            each call instead, which then ends as an ``auth`` error.
     """
 
     provider_name: ClassVar[str] = "http"
@@ -198,6 +206,8 @@ class HttpProvider:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
+        if api_key is not None:
+            check_api_key(api_key, f"{type(self).__name__}(api_key=...)")
         self.__api_key = api_key
         self._client = client
         self._owns_client = client is None
@@ -253,12 +263,18 @@ class HttpProvider:
     # ------------------------------------------------------------------ adapter hooks
 
     def api_key_for(self, options: StreamOptions) -> str | None:
-        """The key for a call: ``options.api_key``, else the constructor's, else ``env_var``."""
+        """The key for a call: ``options.api_key``, else the constructor's, else ``env_var``.
+
+        Raises:
+            InvalidApiKey: the key holds whitespace or other characters no key has.
+        """
         if options.api_key:
-            return options.api_key
+            return check_api_key(options.api_key, "StreamOptions.api_key (get_api_key)")
         if self.__api_key:
             return self.__api_key
-        return os.environ.get(self.env_var) if self.env_var else None
+        if self.env_var and (key := os.environ.get(self.env_var)):
+            return check_api_key(key, f"the {self.env_var} environment variable")
+        return None
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         """The URL to POST to."""
@@ -330,7 +346,11 @@ class HttpProvider:
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
         name = self.provider_name
-        key = self.api_key_for(options)
+        try:
+            key = self.api_key_for(options)
+        except InvalidApiKey as exc:
+            yield ErrorEvent(kind=ErrorKind.AUTH, message=f"{name}: {exc}")
+            return
         if key is None and self.requires_api_key:
             hint = f" or set {self.env_var}" if self.env_var else ""
             yield ErrorEvent(
@@ -338,77 +358,80 @@ class HttpProvider:
                 message=f"{name}: no API key (pass one through get_api_key{hint})",
             )
             return
-        try:
-            request = self.build_request(model, context, options, key)
-        except (ValueError, TypeError, msgspec.EncodeError) as exc:
-            yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
-            return
-        logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
-        until = None if self.deadline is None else anyio.current_time() + self.deadline
-        try:
-            with _until(until):
-                response = await self.client.send(request, stream=True)
-        except TimeoutError:
-            yield self._past_deadline()
-            return
-        except httpx.TimeoutException as exc:
-            what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
-            yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
-            return
-        except httpx.TransportError as exc:
-            yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
-            return
-        chunks: AsyncIterator[bytes] | None = None
-        try:
-            status = response.status_code
-            logger.debug("%s: HTTP %d", name, status)
-            if status >= 400:
-                with _until(until):
-                    body = await _read_limited(response)
-                yield self._redacted(classify_response(name, status, response.headers, body), key)
+        with tracking(key, self.__api_key):  # kept out of the HTTP stack's log records
+            try:
+                request = self.build_request(model, context, options, key)
+            except (ValueError, TypeError, msgspec.EncodeError) as exc:
+                yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
                 return
-            decoder = self.new_decoder()
-            parser = self.new_parser(model, options)
-            content_type = response.headers.get("content-type", "")
-            if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
-                # A server that answers a streaming request with one JSON document (an error
-                # object, typically) instead of an event stream.
+            logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
+            until = None if self.deadline is None else anyio.current_time() + self.deadline
+            try:
                 with _until(until):
-                    body = await _read_limited(response)
-                yield self._redacted(classify_payload(name, decode_body(body)), key)
+                    response = await self.client.send(request, stream=True)
+            except TimeoutError:
+                yield self._past_deadline()
                 return
-            chunks = response.aiter_bytes()
-            while (chunk := await _next(chunks, until)) is not None:
-                for event in self._events(decoder, parser, chunk):
-                    cls = type(event)
-                    if cls is ErrorEvent:
-                        yield self._redacted(event, key)  # type: ignore[arg-type]
-                        return
-                    yield event
-                    if cls is Done:
-                        return
-            for event in self._tail(decoder, parser):
-                cls = type(event)
-                yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
-                if cls is Done or cls is ErrorEvent:
+            except httpx.TimeoutException as exc:
+                what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
+                yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
+                return
+            except httpx.TransportError as exc:
+                yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
+                return
+            chunks: AsyncIterator[bytes] | None = None
+            try:
+                status = response.status_code
+                logger.debug("%s: HTTP %d", name, status)
+                if status >= 400:
+                    with _until(until):
+                        body = self._scrubbed(await _read_limited(response), key)
+                    yield self._redacted(
+                        classify_response(name, status, response.headers, body), key
+                    )
                     return
-            yield ErrorEvent(
-                kind=ErrorKind.NETWORK,
-                message=f"{name}: the stream ended before the message was complete",
-            )
-        except TimeoutError:
-            yield self._past_deadline()
-        except httpx.TimeoutException:
-            yield ErrorEvent(
-                kind=ErrorKind.NETWORK,
-                message=f"{name}: no data from the server for {self.idle_timeout:g}s",
-            )
-        except httpx.TransportError as exc:
-            yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
-        finally:
-            # Runs on cancellation and on aclose() too; shielded so the socket really closes.
-            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-                await _close(response, chunks)
+                decoder = self.new_decoder()
+                parser = self.new_parser(model, options)
+                content_type = response.headers.get("content-type", "")
+                if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
+                    # A server that answers a streaming request with one JSON document (an error
+                    # object, typically) instead of an event stream.
+                    with _until(until):
+                        body = self._scrubbed(await _read_limited(response), key)
+                    yield self._redacted(classify_payload(name, decode_body(body)), key)
+                    return
+                chunks = response.aiter_bytes()
+                while (chunk := await _next(chunks, until)) is not None:
+                    for event in self._events(decoder, parser, chunk):
+                        cls = type(event)
+                        if cls is ErrorEvent:
+                            yield self._redacted(event, key)  # type: ignore[arg-type]
+                            return
+                        yield event
+                        if cls is Done:
+                            return
+                for event in self._tail(decoder, parser):
+                    cls = type(event)
+                    yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
+                    if cls is Done or cls is ErrorEvent:
+                        return
+                yield ErrorEvent(
+                    kind=ErrorKind.NETWORK,
+                    message=f"{name}: the stream ended before the message was complete",
+                )
+            except TimeoutError:
+                yield self._past_deadline()
+            except httpx.TimeoutException:
+                yield ErrorEvent(
+                    kind=ErrorKind.NETWORK,
+                    message=f"{name}: no data from the server for {self.idle_timeout:g}s",
+                )
+            except httpx.TransportError as exc:
+                yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
+            finally:
+                # Runs on cancellation and on aclose() too; shielded so the socket really closes.
+                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                    await _close(response, chunks)
 
     def _past_deadline(self) -> ErrorEvent:
         return ErrorEvent(
@@ -461,7 +484,12 @@ class HttpProvider:
         if isinstance(exc, FrameTooLarge):
             return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: the server sent {exc}")
         what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
+        what = excerpt(what, _MAX_SHOWN)
         return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: malformed stream: {what}")
+
+    def _scrubbed(self, body: bytes, key: str | None) -> bytes:
+        """An error body with the keys taken out before anything reads (or cuts) it."""
+        return redact_bytes(body, key, self.__api_key)
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
         message = redact(event.message, key, self.__api_key)
@@ -499,7 +527,10 @@ async def _read_limited(response: httpx.Response) -> bytes:
                 break
     finally:
         await _close(response, chunks)
-    return b"".join(parts)[:_MAX_ERROR_BODY]
+    body = b"".join(parts)
+    if len(body) > _MAX_ERROR_BODY:  # the cut is marked, so that a key cut in two is found
+        body = body[:_MAX_ERROR_BODY] + CUT.encode()
+    return body
 
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:

@@ -57,6 +57,7 @@ from ._convert import (
 from ._eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage
 from ._frames import DEFAULT_MAX_EVENT_BYTES
 from ._http import HttpProvider, ProtocolError
+from ._secrets import InvalidApiKey
 from ._sigv4 import AwsCredentials, MissingCredentials, sign_headers
 
 if TYPE_CHECKING:
@@ -412,7 +413,11 @@ class BedrockProvider(HttpProvider):
     def __call__(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
-        if self.api_key_for(options) is None:
+        try:
+            bearer = self.api_key_for(options)
+        except InvalidApiKey:
+            bearer = ""  # the base class's stream reports it
+        if bearer is None:
             try:
                 self._credentials_now()
             except MissingCredentials as exc:
