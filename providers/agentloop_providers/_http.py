@@ -30,42 +30,33 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import anyio
 import httpx
 import msgspec
 
-from agentloop import (
-    AssistantMessageEvent,
-    Done,
-    ErrorEvent,
-    ErrorKind,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-)
+from agentloop import Done, ErrorEvent, ErrorKind
 
 from ._classify import classify_payload, classify_response, decode_body
-from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
-from ._ndjson import NDJSONError
-from ._secrets import (
-    CUT,
-    InvalidApiKey,
-    check_api_key,
-    excerpt,
-    redact as redact,
-    redact_bytes,
-    tracking,
-)
+from ._frames import DEFAULT_MAX_EVENT_BYTES
+from ._secrets import CUT, InvalidApiKey, check_api_key, redact as redact, redact_bytes, tracking
 from ._sse import SSEDecoder
+from ._translate import (
+    FrameDecoder as FrameDecoder,
+    ProtocolError as ProtocolError,
+    StreamParser as StreamParser,
+    checked_event as checked_event,
+    events_of,
+    tail_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Mapping
     from contextlib import AbstractContextManager
     from types import TracebackType
 
-    from agentloop import LlmContext, ModelSpec, StreamOptions
+    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
 
 __all__ = [
     "FrameDecoder",
@@ -81,77 +72,6 @@ logger = logging.getLogger("agentloop_providers")
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
-_MAX_SHOWN = 500  # characters of a failure's own words shown in an error message
-
-
-class ProtocolError(Exception):
-    """Raised by a parser for a stream that breaks its provider's protocol."""
-
-
-# Failures that say what is wrong in their own words.
-_MALFORMED = (ProtocolError, NDJSONError, msgspec.DecodeError)
-# Failures of a frame the body ended in the middle of.
-_CUT = (ProtocolError, NDJSONError, msgspec.DecodeError, ValueError)
-
-
-class FrameDecoder(Protocol):
-    """Turns body bytes into frames (SSE events, JSON lines, binary messages)."""
-
-    def feed(self, chunk: bytes) -> list[Any]:
-        """The frames ``chunk`` completed.
-
-        Raises:
-            ValueError: bytes that cannot be framed (the call ends as a malformed stream).
-        """
-        ...
-
-    def close(self) -> list[Any]:
-        """The body ended: any frame still pending."""
-        ...
-
-
-class StreamParser(Protocol):
-    """Turns frames into ``AssistantMessageEvent`` values; one parser per call.
-
-    ``feed`` may raise ``ProtocolError`` (or ``msgspec.DecodeError``) for a malformed frame.
-    ``end`` is called when the body ended without a terminal event: it returns the events that
-    finish the message (an adapter tolerant of a missing sentinel returns ``Done``) or nothing,
-    in which case the call ends as a ``network`` error ("stream cut short").
-    """
-
-    def feed(self, frame: Any) -> list[AssistantMessageEvent]:
-        """The events one frame gives (often none, sometimes several).
-
-        Raises:
-            ProtocolError, msgspec.DecodeError, KeyError, TypeError: a malformed frame.
-        """
-        ...
-
-    def end(self) -> list[AssistantMessageEvent]:
-        """The body ended without a terminal event: the events that finish it, if any."""
-        ...
-
-
-def checked_event(event: Any) -> AssistantMessageEvent:
-    """``event`` itself if it is a well-typed ``AssistantMessageEvent``.
-
-    Parsers build events from untrusted JSON, and ``msgspec.Struct`` constructors do not check
-    types: a number where the protocol has a string would otherwise travel on as an ill-typed
-    delta. Deltas, nearly every event of a stream, take a two-check path; the others are
-    checked field by field through a ``msgspec`` round trip.
-
-    Raises:
-        ProtocolError: ``event`` is not an event, or a field has the wrong type.
-    """
-    cls = type(event)
-    if cls is TextDelta or cls is ThinkingDelta or cls is ToolCallDelta:
-        if type(event.index) is int and type(event.delta) is str:
-            return event  # type: ignore[no-any-return]
-    try:
-        msgspec.convert(msgspec.to_builtins(event), AssistantMessageEvent)
-    except (msgspec.ValidationError, TypeError, ValueError, RecursionError) as exc:
-        raise ProtocolError(f"{cls.__name__} of the wrong shape: {exc}") from None
-    return event  # type: ignore[no-any-return]
 
 
 class HttpProvider:
@@ -402,7 +322,7 @@ class HttpProvider:
                     return
                 chunks = response.aiter_bytes()
                 while (chunk := await _next(chunks, until)) is not None:
-                    for event in self._events(decoder, parser, chunk):
+                    for event in events_of(self.provider_name, decoder, parser, chunk):
                         cls = type(event)
                         if cls is ErrorEvent:
                             yield self._redacted(event, key)  # type: ignore[arg-type]
@@ -410,7 +330,7 @@ class HttpProvider:
                         yield event
                         if cls is Done:
                             return
-                for event in self._tail(decoder, parser):
+                for event in tail_of(self.provider_name, decoder, parser):
                     cls = type(event)
                     yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
                     if cls is Done or cls is ErrorEvent:
@@ -439,53 +359,6 @@ class HttpProvider:
             message=f"{self.provider_name}: no complete answer within the {self.deadline:g}s "
             "deadline",
         )
-
-    def _events(
-        self, decoder: FrameDecoder, parser: StreamParser, chunk: bytes
-    ) -> list[AssistantMessageEvent]:
-        """The events ``chunk`` completes, up to a terminal one.
-
-        Total over any bytes: whatever the decoder or the parser raises, and an event of the
-        wrong shape, becomes a closing ``other`` error (after the events before it).
-        """
-        events: list[AssistantMessageEvent] = []
-        try:
-            for frame in decoder.feed(chunk):
-                for event in parser.feed(frame):
-                    events.append(checked_event(event))
-                    cls = type(event)
-                    if cls is Done or cls is ErrorEvent:
-                        return events
-        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
-            events.append(self._malformed(exc))
-        return events
-
-    def _tail(self, decoder: FrameDecoder, parser: StreamParser) -> list[AssistantMessageEvent]:
-        """The body ended: the events of a frame still pending, then the parser's last word."""
-        events: list[AssistantMessageEvent] = []
-        try:
-            for frame in decoder.close():
-                events.extend(checked_event(event) for event in parser.feed(frame))
-        except _CUT:
-            events = []  # the body stopped in the middle of a frame: a cut stream, not a bad one
-        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
-            return [*events, self._malformed(exc)]
-        try:
-            events.extend(checked_event(event) for event in parser.end())
-        except Exception as exc:  # noqa: BLE001
-            events.append(self._malformed(exc))
-        return events
-
-    def _malformed(self, exc: Exception) -> ErrorEvent:
-        """The error for a frame the adapter could not use: bad JSON, or a shape the protocol
-        does not allow (a missing field surfaces as ``KeyError``, a wrong type as ``TypeError``
-        or ``AttributeError``, deep nesting as ``RecursionError``)."""
-        name = self.provider_name
-        if isinstance(exc, FrameTooLarge):
-            return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: the server sent {exc}")
-        what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
-        what = excerpt(what, _MAX_SHOWN)
-        return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: malformed stream: {what}")
 
     def _scrubbed(self, body: bytes, key: str | None) -> bytes:
         """An error body with the keys taken out before anything reads (or cuts) it."""
