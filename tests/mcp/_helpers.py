@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import pytest
@@ -72,7 +72,7 @@ class HttpServerProcess:
         assert self.process.stdout is not None
         self.process.stdout.close()
 
-    def __enter__(self) -> HttpServerProcess:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -94,7 +94,7 @@ def kill9(pid: int) -> None:
 
 async def server_pid(toolset: mcp.McpToolset) -> int:
     """Ask the server for its process id through its ``pid`` tool."""
-    tool = tool_named(toolset, "pid")
+    (tool,) = [t for t in toolset.get_tools() if t.mcp_name == "pid"]
     result = await tool.execute("pid-call", {}, lambda update: None)
     assert not result.is_error, result
     return int(result.details["structured_content"]["result"])
@@ -147,9 +147,7 @@ def text(result: al.AgentToolResult) -> str:
     return "".join(iter_text(result))
 
 
-PNG_B64 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
 # On trio, the MCP SDK's streamable HTTP client leaves the SSE async generators of httpx2 and
 # httpcore2 unexhausted when a response with progress notifications ends (it returns from
@@ -159,3 +157,25 @@ SDK_TRIO_SSE_WARNINGS = [
     pytest.mark.filterwarnings("ignore:Async generator 'httpx2[.]:ResourceWarning"),
     pytest.mark.filterwarnings("ignore:Async generator 'httpcore2[.]:ResourceWarning"),
 ]
+
+
+class Pending:
+    """A call run in a task of its own: ``hanging`` is set once the server reports it is stuck."""
+
+    def __init__(self, toolset: mcp.McpToolset, name: str, **arguments: Any) -> None:
+        self.tool = tool_named(toolset, name)
+        self.arguments = arguments
+        self.hanging = anyio.Event()
+        self.done = anyio.Event()
+        self.result: al.AgentToolResult | None = None
+        self.updates: list[al.AgentToolResult] = []
+
+    def _on_update(self, update: al.AgentToolResult | str) -> None:
+        assert isinstance(update, al.AgentToolResult)
+        self.updates.append(update)
+        if text(update) == "hanging":
+            self.hanging.set()
+
+    async def run(self) -> None:
+        self.result = await self.tool.execute("pending", self.arguments, self._on_update)
+        self.done.set()

@@ -1,3 +1,4 @@
+# ruff: noqa: E402 - a refused start must exit before the slow imports
 """A real MCP server for the tests, written with the SDK's own ``MCPServer``.
 
     python tools_server.py            serve over stdio
@@ -10,11 +11,16 @@ the server refuses to start again when a file ``refuse_start`` is there (to make
 
 from __future__ import annotations
 
-import base64
 import os
-import socket
 import sys
 from pathlib import Path
+
+MARKERS = Path(os.environ["MARKER_DIR"]) if os.environ.get("MARKER_DIR") else None
+if MARKERS is not None and (MARKERS / "refuse_start").exists():
+    sys.exit(3)  # before the imports: a refused restart costs no more than starting Python
+
+import base64
+import socket
 
 import anyio
 from mcp.server import MCPServer
@@ -26,11 +32,6 @@ from mcp.types import ToolAnnotations
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
-MARKERS = Path(os.environ["MARKER_DIR"]) if os.environ.get("MARKER_DIR") else None
-
-if MARKERS is not None and (MARKERS / "refuse_start").exists():
-    sys.exit(3)
-
 mcp = MCPServer("test-tools", log_level="WARNING")
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
@@ -68,8 +69,9 @@ async def count(steps: int, ctx: Context) -> str:
 
 
 @mcp.tool()
-async def hang() -> str:
-    """Never returns."""
+async def hang(ctx: Context) -> str:
+    """Reports progress once ("hanging"), then never returns."""
+    await ctx.report_progress(1, message="hanging")
     await anyio.sleep_forever()
     return "unreachable"
 
@@ -92,13 +94,14 @@ def write_note(text: str) -> str:
     return f"noted: {text}"
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
-async def read_twice() -> str:
+@mcp.tool(annotations=READ_ONLY)
+async def read_twice(ctx: Context) -> str:
     """Hangs on its first call ever (state kept in MARKER_DIR), answers on later ones."""
     assert MARKERS is not None
     first = MARKERS / "read_twice"
     if not first.exists():
         first.write_text(str(os.getpid()))
+        await ctx.report_progress(1, message="hanging")
         await anyio.sleep_forever()
     return f"read by {os.getpid()}"
 
