@@ -259,8 +259,13 @@ class HttpProvider:
         """Stream one model call (an async generator: close it with ``aclosing``)."""
         return self._stream(model, context, options)
 
+    def secrets_for(self, key: str | None) -> tuple[str | None, ...]:
+        """Every secret a call made with ``key`` holds, to be kept out of what it lets out:
+        the key and the constructor's. Adapters with other credentials add theirs."""
+        return (key, self.__api_key)
+
     def _fail(self, kind: ErrorKind, message: str, key: str | None) -> ErrorEvent:
-        return ErrorEvent(kind=kind, message=redact(message, key, self.__api_key))
+        return ErrorEvent(kind=kind, message=redact(message, *self.secrets_for(key)))
 
     async def _stream(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
@@ -278,7 +283,7 @@ class HttpProvider:
                 message=f"{name}: no API key (pass one through get_api_key{hint})",
             )
             return
-        with tracking(key, self.__api_key):  # kept out of the HTTP stack's log records
+        with tracking(*self.secrets_for(key)):  # kept out of the HTTP stack's log records
             try:
                 request = self.build_request(model, context, options, key)
             except (ValueError, TypeError, msgspec.EncodeError) as exc:
@@ -362,10 +367,10 @@ class HttpProvider:
 
     def _scrubbed(self, body: bytes, key: str | None) -> bytes:
         """An error body with the keys taken out before anything reads (or cuts) it."""
-        return redact_bytes(body, key, self.__api_key)
+        return redact_bytes(body, *self.secrets_for(key))
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
-        message = redact(event.message, key, self.__api_key)
+        message = redact(event.message, *self.secrets_for(key))
         if message == event.message:
             return event
         return msgspec.structs.replace(event, message=message)

@@ -427,6 +427,18 @@ class BedrockProvider(HttpProvider):
     def _credentials_now(self) -> AwsCredentials:
         return self._credentials or AwsCredentials.from_env()
 
+    def secrets_for(self, key: str | None) -> tuple[str | None, ...]:
+        """The bearer key, and the secret key and session token of the AWS credentials."""
+        try:
+            credentials = self._credentials_now()
+        except MissingCredentials:
+            return super().secrets_for(key)
+        return (
+            *super().secrets_for(key),
+            credentials.secret_access_key,
+            credentials.session_token,
+        )
+
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         return f"{self.base_url}/model/{quote(model.model_id, safe='')}/converse-stream"
 

@@ -21,8 +21,11 @@ import pytest
 
 import agentloop as al
 from agentloop import ErrorKind, ExponentialBackoff, ModelSpec, StopReason, StreamOptions
+from agentloop_providers._eventstream import encode_message
 from agentloop_providers._secrets import InvalidApiKey, excerpt, redact
+from agentloop_providers._sigv4 import AwsCredentials
 from agentloop_providers.anthropic import AnthropicProvider
+from agentloop_providers.bedrock import BedrockProvider
 from agentloop_providers.openai_chat import OpenAIChatProvider
 
 from ._loopback import Reply, serve
@@ -231,3 +234,34 @@ async def test_an_echoing_server_leaks_nothing_anywhere(
     assert "receive_response_headers" in caplog.text  # httpcore's trace was on
     assert "***" in seen["result.error"]
     assert {where: leaks(text) for where, text in seen.items() if leaks(text)} == {}
+
+
+async def test_bedrock_keeps_its_aws_secret_and_session_token_out_too() -> None:
+    secret, token = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKEY", "FwoGZXIvYXdzEB4aDEXAMPLETOKEN0123"
+    credentials = AwsCredentials("AKIDEXAMPLE", secret, token)
+    echo = msgspec.json.encode({"message": f"signature for {secret} with token {token} is bad"})
+    frame = encode_message(
+        {":message-type": "exception", ":exception-type": "throttlingException"}, echo
+    )
+    replies = [
+        httpx.Response(403, content=echo, headers={"content-type": "application/json"}),
+        httpx.Response(
+            200, content=frame, headers={"content-type": "application/vnd.amazon.eventstream"}
+        ),
+    ]
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        return replies.pop(0)
+
+    model = ModelSpec(provider="bedrock", model_id="m")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
+        provider = BedrockProvider(region="us-east-1", credentials=credentials, client=client)
+        _, denied = await collect(provider, model, context(), StreamOptions())
+        _, throttled = await collect(provider, model, context(), StreamOptions())
+    assert denied.error_kind is ErrorKind.AUTH
+    assert throttled.error_kind is ErrorKind.THROTTLED
+    for message in (denied, throttled):
+        shown = message.error_message or ""
+        assert secret[8:24] not in shown
+        assert token[8:24] not in shown
+        assert "***" in shown
