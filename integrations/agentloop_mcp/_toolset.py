@@ -242,8 +242,11 @@ class McpToolset:
                 conn.calls.discard(scope)
         if scope.cancelled_caught:
             return _Lost(conn.reason or "the connection was lost")
+        # A change notification the server sent before this result has its handler task
+        # scheduled already (the SDK spawns one per notification); one checkpoint lets it run.
+        await anyio.lowlevel.checkpoint()
         if self._stale:
-            # The call announced a change of the tool list: let the next turn see it.
+            # The tool list changed during the call: let the next turn see the new one.
             refreshed = self._refreshed
             with anyio.move_on_after(_REFRESH_WAIT):
                 await refreshed.wait()
@@ -346,6 +349,7 @@ class McpToolset:
         started once connected. Raises nothing but cancellation.
         """
         conn: _Connection | None = None
+        connected = False
         timeout = self.spec.connect_timeout
 
         def on_end() -> None:
@@ -364,33 +368,36 @@ class McpToolset:
                     message_handler=self._on_message,
                     client_info=_CLIENT_INFO,
                 )
-                async with client:
+                async with client, anyio.create_task_group() as tg:
+                    conn = _Connection(client)
+                    if _uses_listen(client):
+                        # Subscribed before listing: no change can fall between the two.
+                        await tg.start(self._listen, conn)
                     listed = await self._list_tools(client)
                     scope.deadline = math.inf
-                    conn = _Connection(client)
                     self._install(conn, client, listed)
+                    connected = True
                     if task_status is not None:
                         task_status.started()
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._refresh_on_change, conn)
-                        if _uses_listen(client):
-                            tg.start_soon(self._listen, conn)
-                        await conn.ended.wait()
-                        tg.cancel_scope.cancel()
+                    tg.start_soon(self._refresh_on_change, conn)
+                    await conn.ended.wait()
                     # Calls in flight end now, not after the SDK's shutdown of the server.
                     self._retire(conn)
-            if conn is None:
+                    tg.cancel_scope.cancel()
+            if not connected:
                 if self._closing:
                     return False, "closed while connecting"
                 return False, f"timed out after {timeout:g} s"
         except Exception as exc:
-            if conn is None:
+            if not connected:
                 return False, _describe(exc)
+            assert conn is not None
             conn.end(_describe(exc))
         finally:
             self._scope = None
             if conn is not None:
                 self._retire(conn)
+        assert conn is not None
         return True, conn.reason
 
     def _retire(self, conn: _Connection) -> None:
@@ -479,16 +486,25 @@ class McpToolset:
                 self._refreshed.set()
                 self._refreshed = anyio.Event()
 
-    async def _listen(self, conn: _Connection) -> None:
-        """Keep a change subscription open; its loss means the connection's."""
+    async def _listen(
+        self, conn: _Connection, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hold a change subscription open (started once acknowledged); losing it is losing
+        the connection. A server that refuses it is used without one."""
+        acknowledged = False
         try:
             async with conn.client.listen(tools_list_changed=True) as subscription:
+                acknowledged = True
+                task_status.started()
                 async for _ in subscription:
                     self._stale = True
                     self._refresh_wanted.set()
-        except ListenNotSupportedError:
-            return
         except Exception as exc:
+            if not acknowledged:
+                if not isinstance(exc, ListenNotSupportedError):
+                    log.info("MCP server %s refused a change subscription: %r", self.name, exc)
+                task_status.started()
+                return
             conn.end(f"the change subscription was lost ({_describe(exc)})")
             return
         # The server ended the subscription on purpose (shutting down, shedding load).

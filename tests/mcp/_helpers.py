@@ -109,10 +109,12 @@ def tool_named(toolset: mcp.McpToolset | mcp.ToolsetGroup, name: str) -> mcp.Mcp
 
 
 async def call(
-    toolset: mcp.McpToolset | mcp.ToolsetGroup, name: str, **arguments: Any
+    toolset: mcp.McpToolset | mcp.ToolsetGroup, tool_name: str, /, **arguments: Any
 ) -> al.AgentToolResult:
-    tool = tool_named(toolset, name)
-    return await tool.execute(f"call-{name}", tool.validate_arguments(arguments), lambda u: None)
+    tool = tool_named(toolset, tool_name)
+    return await tool.execute(
+        f"call-{tool_name}", tool.validate_arguments(arguments), lambda u: None
+    )
 
 
 class Events:
@@ -162,8 +164,8 @@ SDK_TRIO_SSE_WARNINGS = [
 class Pending:
     """A call run in a task of its own: ``hanging`` is set once the server reports it is stuck."""
 
-    def __init__(self, toolset: mcp.McpToolset, name: str, **arguments: Any) -> None:
-        self.tool = tool_named(toolset, name)
+    def __init__(self, toolset: mcp.McpToolset, tool_name: str, /, **arguments: Any) -> None:
+        self.tool = tool_named(toolset, tool_name)
         self.arguments = arguments
         self.hanging = anyio.Event()
         self.done = anyio.Event()

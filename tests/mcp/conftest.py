@@ -1,4 +1,6 @@
-"""Every MCP test also checks that nothing logged a RuntimeError (misnested cancel scopes, a
+"""Fixtures of the MCP tests.
+
+Every MCP test also checks that nothing logged a RuntimeError (misnested cancel scopes, a
 scope left in the wrong task) while it ran: the SDK reports some of them only in logs."""
 
 from __future__ import annotations
@@ -8,8 +10,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ._helpers import HttpServerProcess
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[HttpServerProcess]:
+    """The test tools server over streamable HTTP, shared by the tests that do not kill it."""
+    with HttpServerProcess() as server:
+        yield server
 
 
 def _is_runtime_error(record: logging.LogRecord) -> bool:

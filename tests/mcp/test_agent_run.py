@@ -6,7 +6,7 @@ Each transport is tested: the server as a subprocess over stdio, and over stream
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -18,22 +18,12 @@ from ._helpers import (
     MODEL,
     PNG_B64,
     SDK_TRIO_SSE_WARNINGS,
-    HttpServerProcess,
     http_spec,
     stdio_spec,
     text,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
 pytestmark = [pytest.mark.anyio, *SDK_TRIO_SSE_WARNINGS]
-
-
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[HttpServerProcess]:
-    with HttpServerProcess() as server:
-        yield server
 
 
 @pytest.fixture(params=["stdio", "http"])
