@@ -38,6 +38,7 @@ from ._errors import (
     ModelThrottled as ModelThrottled,
     NetworkError as NetworkError,
     NoMessages as NoMessages,
+    SessionNotFound as SessionNotFound,
     StreamError as StreamError,
     StructuredOutputFailed as StructuredOutputFailed,
 )
@@ -59,6 +60,7 @@ from ._events import (
     TurnEndReason as TurnEndReason,
     TurnStart as TurnStart,
 )
+from ._jsonl_store import JsonlSessionStore as JsonlSessionStore
 from ._policy import (
     ALLOW as ALLOW,
     APPROVED as APPROVED,
@@ -90,16 +92,10 @@ from ._retry import (
     NoRetry as NoRetry,
     RetryStrategy as RetryStrategy,
 )
-from ._sessions import (
-    JsonlSessionStore as JsonlSessionStore,
-    SessionInfo as SessionInfo,
-    SessionNotFound as SessionNotFound,
-    SessionRecorder as SessionRecorder,
-    SessionStore as SessionStore,
-    SqliteSessionStore as SqliteSessionStore,
-    repair_history as repair_history,
-    resume as resume_session,
-)
+from ._session_recorder import SessionRecorder as SessionRecorder
+from ._session_resume import load_session as resume_session, repair_history as repair_history
+from ._session_store import SessionInfo as SessionInfo, SessionStore as SessionStore
+from ._sqlite_store import SqliteSessionStore as SqliteSessionStore
 from ._stream import (
     Accumulator as Accumulator,
     AssistantMessageEvent as AssistantMessageEvent,

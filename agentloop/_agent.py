@@ -63,8 +63,8 @@ if TYPE_CHECKING:
         PreTurnPolicy,
     )
     from ._retry import RetryStrategy
-    from ._session_recorder import _Recording
-    from ._sessions import SessionRecorder, SessionStore
+    from ._session_recorder import SessionRecorder, _Recording
+    from ._session_store import SessionStore
     from ._stream import StreamFn
     from ._tools import AgentTool, Toolset
 
@@ -859,7 +859,8 @@ class Agent:
         Raises:
             SessionNotFound: no such session.
         """
-        from ._sessions import SessionRecorder, resume
+        from ._session_recorder import SessionRecorder
+        from ._session_resume import load_session as resume
 
         messages = await resume(store, session_id)
         return cls(

@@ -20,9 +20,9 @@ results); these exceptions are for what the caller must handle::
 
 from __future__ import annotations
 
-import anyio
+import enum
 
-from ._types import ErrorKind
+import anyio
 
 __all__ = [
     "AgentError",
@@ -33,12 +33,30 @@ __all__ = [
     "InvalidContinue",
     "ModelError",
     "ModelThrottled",
+    "SessionNotFound",
     "NetworkError",
     "NoMessages",
     "StreamError",
     "StructuredOutputFailed",
+    "ErrorKind",
     "error_for_kind",
 ]
+
+
+class ErrorKind(enum.StrEnum):
+    """A failure, classified so the loop can retry or recover without parsing text.
+
+    Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
+    application code it called raised (see ``HookFailed``).
+    """
+
+    THROTTLED = "throttled"
+    CONTEXT_OVERFLOW = "context_overflow"
+    AUTH = "auth"
+    NETWORK = "network"
+    CONTENT_FILTERED = "content_filtered"
+    OTHER = "other"
+    HOOK = "hook"
 
 
 class AgentError(Exception):
@@ -127,6 +145,10 @@ class NoMessages(AgentError):
 
 class InvalidContinue(AgentError):
     """Cannot continue: the last message is the assistant's and nothing is queued."""
+
+
+class SessionNotFound(AgentError, LookupError):
+    """No session has this id."""
 
 
 class Aborted(AgentError):

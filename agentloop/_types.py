@@ -18,6 +18,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from ._errors import Aborted, ErrorKind, HookFailed, error_for_kind
+
 __all__ = [
     "AgentContext",
     "AgentMessage",
@@ -133,22 +135,6 @@ class StopReason(enum.StrEnum):
     TOOL_USE = "tool_use"
     ABORTED = "aborted"
     ERROR = "error"
-
-
-class ErrorKind(enum.StrEnum):
-    """A failure, classified so the loop can retry or recover without parsing text.
-
-    Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
-    application code it called raised (see ``HookFailed``).
-    """
-
-    THROTTLED = "throttled"
-    CONTEXT_OVERFLOW = "context_overflow"
-    AUTH = "auth"
-    NETWORK = "network"
-    CONTENT_FILTERED = "content_filtered"
-    OTHER = "other"
-    HOOK = "hook"
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -477,8 +463,6 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
             ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, HookFailed,
                 Aborted: as the run's ending says.
         """
-        from ._errors import Aborted, HookFailed, error_for_kind
-
         if self.stop_reason is StopReason.ABORTED:
             raise Aborted("the run was aborted")
         if self.stop_reason is StopReason.ERROR:

@@ -18,13 +18,13 @@ from agentloop import (
     encode,
     tool,
 )
-from agentloop._sessions import (
-    INTERRUPTED,
+from agentloop._session_resume import INTERRUPTED
+from agentloop.sessions import (
     JsonlSessionStore,
     SessionRecorder,
     SessionStore,
     SqliteSessionStore,
-    resume,
+    load_session as resume,
 )
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
