@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import operator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -42,15 +42,14 @@ from ._types import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
+    from ._abc import StreamFn, TokenCounter
     from ._config import TransformContext
-    from ._stream import StreamFn
 
 __all__ = [
     "Compaction",
     "EstimatingCounter",
     "SlidingWindow",
     "SummarizingCompactor",
-    "TokenCounter",
     "compact_messages",
     "estimate_tokens",
     "render_transcript",
@@ -60,18 +59,6 @@ _encode = msgspec.json.encode
 
 
 # --------------------------------------------------------------------------- token counting
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of messages and text. An exact, tokenizer-backed counter plugs in here."""
-
-    def count(self, message: AgentMessage) -> int:
-        """The tokens ``message`` takes in a request."""
-        ...
-
-    def count_text(self, text: str) -> int:
-        """The tokens ``text`` (a system prompt, say) takes in a request."""
-        ...
 
 
 class EstimatingCounter:

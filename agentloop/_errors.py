@@ -1,21 +1,28 @@
-"""The error hierarchy.
+"""The error hierarchy: every exception the library raises is an ``AgentError``.
 
 Model and tool failures are data (assistant messages with stop reason ``error``, error tool
 results); these exceptions are for what the caller must handle::
 
     AgentError
-    ├── ModelError                  a model call that failed after retries
+    ├── ModelError                  a model call that failed after retries (``kind`` says how)
     │   ├── ContextWindowOverflow   the request does not fit the model's context window
     │   ├── ModelThrottled          rate limited (429, "overloaded"); may carry retry_after
     │   ├── NetworkError            connection failures, 5xx, a stream cut short
     │   └── StreamError             any other failure (auth, content filter, malformed stream)
-    ├── HookFailed                  an application hook raised (transformer, converter,
-    │                               policy, message source, key resolver, system prompt)
-    ├── StructuredOutputFailed      structured output still invalid after the retries
-    ├── AlreadyRunning              a second prompt/continue while a run is active
+    ├── HookFailed                  application code the loop calls raised (transformer,
+    │                               converter, policy, message source, key resolver, toolset)
+    ├── StructuredOutputFailed      typed output still invalid after the retries
+    ├── AlreadyRunning              a second prompt or continue while a run is active
     ├── NoMessages                  continue with an empty history
-    ├── InvalidContinue             continue when the last message is the assistant's
-    └── Aborted                     the run was aborted
+    ├── InvalidContinue             continue when the last message is the assistant's answer
+    ├── Aborted                     the run was aborted
+    ├── ToolArgumentError           (also ValueError) arguments that do not fit a tool
+    ├── SessionNotFound             (also LookupError) no session has this id
+    └── UnknownModel                (also LookupError) a model string no provider resolves
+
+Provider packages hang their own errors under this tree (``agentloop_providers``: unknown
+presets and malformed wire data are ``AgentError``s too). Exception groups never come out of
+the library: where a task group is an internal detail, its one failure is raised as itself.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ __all__ = [
     "NoMessages",
     "StreamError",
     "StructuredOutputFailed",
+    "ToolArgumentError",
+    "UnknownModel",
     "ErrorKind",
     "error_for_kind",
 ]
@@ -149,6 +158,14 @@ class InvalidContinue(AgentError):
 
 class SessionNotFound(AgentError, LookupError):
     """No session has this id."""
+
+
+class ToolArgumentError(AgentError, ValueError):
+    """Arguments that do not fit the tool; the message is sent to the model."""
+
+
+class UnknownModel(AgentError, LookupError):
+    """A model string that is malformed or names a provider that is not installed."""
 
 
 class Aborted(AgentError):

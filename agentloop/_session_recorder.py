@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
+    from ._abc import SessionStore
     from ._events import AgentEvent
-    from ._session_store import SessionStore
     from ._types import AgentMessage
 
 __all__ = ["SessionRecorder"]

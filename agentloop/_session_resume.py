@@ -14,12 +14,11 @@ from ._types import AgentMessage, AssistantMessage, Text, ToolCall, ToolResultMe
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._session_store import SessionStore
+    from ._abc import SessionStore
 
 __all__ = ["INTERRUPTED", "load_session", "repair_history"]
 
 logger = logging.getLogger("agentloop.sessions")
-
 
 
 INTERRUPTED = "tool call interrupted: the session ended before the tool returned a result"

@@ -19,7 +19,7 @@ import functools
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -31,7 +31,7 @@ from ._types import AgentMessage, AssistantMessage, UserMessage, extract_text, n
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["SessionInfo", "SessionStore"]
+__all__ = ["SessionInfo"]
 
 logger = logging.getLogger("agentloop.sessions")
 T = TypeVar("T")
@@ -51,82 +51,6 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: int = 0
     message_count: int = 0
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class SessionStore(Protocol):
-    """Where sessions live. Every method is async; implementations keep I/O off the event loop."""
-
-    async def create(
-        self,
-        *,
-        session_id: str | None = None,
-        title: str = "",
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        """Create an empty session (with a fresh id unless one is given).
-
-        Raises:
-            ValueError: the id is malformed or already taken.
-        """
-        ...
-
-    async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
-        """Append messages durably, in order; all of them or (on error) none.
-
-        A message the store cannot encode is best stored in a degraded form or left out, not
-        raised (the built-in stores' rule is in ``agentloop._session_codec``). An append that
-        raises, cancellation included, is best to have stored nothing: ``SessionRecorder``
-        appends the batch again later. (It shields appends to stores other than the built-in
-        ones, and cuts one off only when ``running()``'s time is up.)
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def load(self, session_id: str) -> list[AgentMessage]:
-        """Every message of the session, in order.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def info(self, session_id: str) -> SessionInfo:
-        """The session's metadata.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Every session's metadata, the most recently updated first."""
-        ...
-
-    async def update(
-        self,
-        session_id: str,
-        *,
-        title: str | None = None,
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        """Change the title, model or metadata (``None`` leaves a field as it is).
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def delete(self, session_id: str) -> None:
-        """Delete the session and its messages.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
 
 
 def _new_id(session_id: str | None) -> str:

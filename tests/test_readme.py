@@ -32,12 +32,14 @@ def test_the_provider_example_streams_through_the_loop() -> None:
     block = next(b for b in python_blocks() if "shouting_model" in b)
     namespace: dict[str, Any] = {}
     exec(compile(block, "README.md", "exec"), namespace)
-    config = al.AgentLoopConfig(
+    config = al.loop.AgentLoopConfig(
         model=al.ModelSpec(provider="shout", model_id="v1"), stream_fn=namespace["shouting_model"]
     )
 
     async def main() -> al.AgentResult:
-        return await al.run_loop([al.UserMessage.text("hello there")], al.AgentContext(), config)
+        return await al.loop.run_loop(
+            [al.UserMessage.from_text("hello there")], al.loop.AgentContext(), config
+        )
 
     for backend in ("asyncio", "trio"):
         result = anyio.run(main, backend=backend)

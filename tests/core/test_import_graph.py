@@ -28,8 +28,8 @@ def _imports(path: Path) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
+            for other in node.orelse:
+                visit(other)
             return
         if isinstance(node, ast.ImportFrom):
             if node.level == 1:

@@ -178,7 +178,7 @@ async def test_an_agent_killed_mid_run_resumes_with_a_well_paired_history(
     recorder = SessionRecorder(store, sid)
     resumed.subscribe(recorder)
     async with recorder.running():
-        first = await resumed.continue_()
+        first = await resumed.continue_run()
         second = await resumed.prompt("try again")
     assert first.text == "the last check was interrupted; retrying"
     assert second.text == "done"
