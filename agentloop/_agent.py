@@ -109,15 +109,21 @@ class Agent(
             typed accordingly. Each prompt may ask for another with its own ``output_type``.
         output_retries: how many more times invalid output is sent back to the model.
         stream_options: per-call options for the provider.
-        convert_to_llm, transform_context, async_transform_context: as in
-            ``AgentLoopConfig``.
-        steering_mode, follow_up_mode: deliver queued messages ``"one_at_a_time"`` (default)
-            or ``"all"`` at once.
+        convert_to_llm: maps each message to what the model sees (``AgentLoopConfig``).
+        transform_context: shapes each request's messages (a ``SlidingWindow``, say).
+        async_transform_context: the same, asynchronous; runs first.
+        steering_mode: deliver queued steering ``"one_at_a_time"`` (default) or ``"all"``.
+        follow_up_mode: the same for follow-ups.
         get_api_key: resolves the API key before every model call.
         retry_strategy: retries of failed model calls (default: ``ExponentialBackoff()``).
-        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies,
-        approval: see ``agentloop.policy``.
-        tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
+        pre_turn_policies: checked before each model call (see ``agentloop.policy``).
+        pre_dispatch_policies: checked for each tool call before it runs.
+        post_turn_policies: checked at the end of each turn.
+        post_loop_policies: checked when the run would end.
+        approval: asked about each tool call that passed the pre-dispatch policies.
+        tool_execution: ``"concurrent"`` (default), ``"sequential"`` or a partition function.
+        max_concurrent_tools: at most this many tools run at once.
+        tool_timeout: seconds a tool call may take before it ends as an error.
         session: a ``SessionRecorder``: every committed message is appended to its store as
             the run goes (see ``Agent.from_session``).
         on_message: called with every message committed to the history (e.g. to persist it);
@@ -386,11 +392,14 @@ class Agent(
         With typed output (``output_type`` here or on the agent) the result's ``output`` is a
         validated value of that type, or this raises.
 
+        With typed output, an exception below carries the run's result as ``.result``.
+
         Raises:
             AlreadyRunning: a run is active.
             StructuredOutputFailed: typed output still invalid after the retries.
-            Aborted, ModelError, HookFailed: typed output, and the run ended that way first.
-            (With typed output, the exception carries the run's result as ``.result``.)
+            Aborted: typed output, and the run was aborted before it arrived.
+            ModelError: typed output, and the model failed first.
+            HookFailed: typed output, and a hook failed first.
         """
         spec = self._output_spec(output_type)
         result = await self._execute(self._prompts(input, images), spec)
@@ -425,8 +434,8 @@ class Agent(
 
         Raises:
             RuntimeError: called from inside a running event loop (use ``await prompt()``).
-            AlreadyRunning, StructuredOutputFailed, Aborted, ModelError, HookFailed: as
-                ``prompt``.
+            AgentError: as ``prompt`` (``AlreadyRunning``, and with typed output
+                ``StructuredOutputFailed``, ``Aborted``, ``ModelError``, ``HookFailed``).
         """
         ensure_no_event_loop("prompt_sync", "prompt")
         call = functools.partial(self.prompt, input, images=images, output_type=output_type)
@@ -467,7 +476,8 @@ class Agent(
         """Continue from the history, as an event stream (see ``continue_run``).
 
         Raises:
-            NoMessages, InvalidContinue: as ``continue_run`` (checked again on entering).
+            NoMessages: the history is empty (checked again on entering).
+            InvalidContinue: nothing to continue from (checked again on entering).
             AlreadyRunning: on entering, if a run is active (no queued message is taken).
         """
         self._check_continue()
@@ -486,7 +496,7 @@ class Agent(
             NoMessages: the history is empty.
             InvalidContinue: the last message is the assistant's answer and nothing is queued.
             AlreadyRunning: a run is active.
-            StructuredOutputFailed, Aborted, ModelError, HookFailed: as ``prompt``.
+            AgentError: with typed output, as ``prompt``.
         """
         if self._running:
             raise AlreadyRunning("the agent is already running")
@@ -499,7 +509,7 @@ class Agent(
 
         Raises:
             RuntimeError: called from inside a running event loop.
-            NoMessages, InvalidContinue, AlreadyRunning: as ``continue_run``.
+            AgentError: as ``continue_run``.
         """
         ensure_no_event_loop("continue_run_sync", "continue_run")
         result: AgentResult[OutputT] = anyio.run(self.continue_run, backend=backend)

@@ -412,7 +412,10 @@ class SummarizingCompactor:
     Args:
         stream_fn: the provider making summaries.
         model: the summarising model (default: the model of the request being shaped).
-        max_tokens, overflow_tokens, system_prompt, counter: as for ``SlidingWindow``.
+        max_tokens: the normal budget, as for ``SlidingWindow``.
+        overflow_tokens: the budget after an overflow, as for ``SlidingWindow``.
+        system_prompt: counted against the budget, as for ``SlidingWindow``.
+        counter: how tokens are counted, as for ``SlidingWindow``.
         keep_recent: the share of the budget kept verbatim after a summary.
         summary_max_tokens: the output limit of the summary call (also reserved in the budget).
         instructions: the summarising model's system prompt.

@@ -519,8 +519,10 @@ class AgentResult(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
         """Raise the typed ``AgentError`` for a run that ended in error or abort.
 
         Raises:
-            ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, HookFailed,
-                Aborted: as the run's ending says.
+            ModelError: the model failed (``ContextWindowOverflow``, ``ModelThrottled``,
+                ``NetworkError``, ``StreamError``).
+            HookFailed: application code the loop calls raised.
+            Aborted: the run was aborted.
         """
         error = self.exception()
         if error is not None:
