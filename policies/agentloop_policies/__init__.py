@@ -7,7 +7,7 @@ policy                   slot            what it does
 ``Budget``               pre-turn        stops a run past a token or cost limit
 ``ToolDenyList``         pre-dispatch    skips calls to tools matching names or globs
 ``ToolAllowList``        pre-dispatch    skips calls to tools matching none of them
-``Sandbox``              pre-dispatch    skips calls whose path arguments leave the roots
+``Sandbox``              pre-dispatch    skips calls naming a file outside the roots
 ``LoopDetection``        post-turn       nudges, then stops, a model repeating a call
 ``PromptInjectionGuard`` post-turn       redacts (or flags, or stops on) injected orders
 ``PiiRedactor``          post-turn       redacts personal data and secrets in tool results
@@ -43,7 +43,11 @@ from ._recommended import (
     DEFAULT_DENIED as DEFAULT_DENIED,
     RecommendedPolicies as RecommendedPolicies,
 )
-from ._sandbox import PATH_FORMATS as PATH_FORMATS, Sandbox as Sandbox
+from ._sandbox import (
+    NOT_PATH_FORMATS as NOT_PATH_FORMATS,
+    PATH_FORMATS as PATH_FORMATS,
+    Sandbox as Sandbox,
+)
 from ._tool_filter import (
     ToolAllowList as ToolAllowList,
     ToolDenyList as ToolDenyList,
@@ -55,6 +59,7 @@ __all__ = [
     "DEFAULT_DENIED",
     "DEFAULT_NUDGE",
     "INJECTION_RULES",
+    "NOT_PATH_FORMATS",
     "PATH_FORMATS",
     "AlwaysAllow",
     "ApprovalAnswer",

@@ -1,35 +1,69 @@
-"""``Sandbox``: a pre-dispatch policy keeping file path arguments inside allowed directories.
+"""``Sandbox``: a pre-dispatch policy keeping every path a tool call could use inside the roots.
 
-Which arguments are paths:
+The rule, conservative on purpose: **every string in the arguments, at any depth (object keys
+included), that could name a file is resolved and must lie under a root**, unless the tool's
+JSON Schema says that string is not a path. A call with one string outside is skipped, with a
+reason the model can read.
 
-* declared per tool: ``paths={"copy": ["src", "dst"], "batch_edit": ["edits.*.file"]}``; a
-  dotted key descends into objects, ``*`` into every item of a list (or value of an object);
-* found in the tool's JSON Schema: a string property whose ``format`` is ``path``, ``file-path``,
-  ``filepath``, ``directory`` or ``dir-path`` (or an array of such strings), at any depth;
-* by name, unless ``guess_from_names=False``: top-level properties called ``path``, ``file``,
-  ``filename``, ``directory``, ``cwd`` and the like, or ending in ``_path``, ``_file`` or
-  ``_dir``.
+Which strings could name a file: any string of at most 4,096 characters (no system opens a
+longer name) without a NUL character or a line break inside it (surrounding whitespace is
+stripped first, as a tool might). Prose, code and commands are multi-line or resolve inside the
+roots when read as a relative name ("cat /etc/passwd" is a file called that, in the working
+directory): this is a check of file names, not a shell sandbox.
 
-How a path is checked: ``~`` is expanded, a ``file:`` URL is reduced to its path, a relative path
-is joined to ``cwd``, and the result is resolved with ``os.path.realpath`` (``..`` collapsed after
-following every symbolic link that exists, dangling ones included). The resolved path must lie
-under one of the roots, themselves resolved the same way when the policy is made. The value read
-literally (no ``~``, no URL, whitespace kept) must stay inside as well, whichever way the tool
-reads it. So ``..``
-chains, absolute paths and symbolic links pointing outside are all caught; a violation skips the
-call with a reason the model can read.
+How the schema says "not a path" (the schema mechanism is JSON Schema's own ``format``):
 
-By default (``pin=True``) a call that passes is rewritten so that each path argument holds the
-resolved absolute path: the tool then opens exactly what was checked, whatever its own working
-directory. Limits remain, as for any check made on names before the fact: a symbolic link
-created between the check and the tool's use of the path (by the tool itself or by another
-process); a hard link or a bind mount inside a root that leads to a file outside (both look
-like ordinary files inside); a tool that reads paths from arguments this policy does not know
-are paths. On a case-insensitive file system a path spelled in another case than its root is
-refused although it is inside: the error is on the safe side.
+* ``"format": "not-path"`` on a string property (or on ``items``, ``additionalProperties``,
+  or ``propertyNames`` for object keys), at any depth; so do the standard formats that cannot
+  be file names: ``date``, ``date-time``, ``time``, ``duration``, ``email``, ``uuid``,
+  ``regex``, ``hostname``, ``ipv4``, ``ipv6``. Through ``anyOf``/``oneOf``, only if every
+  alternative says so; local ``$ref``\\ s are followed.
+* ``enum`` or ``const`` on the property: argument validation, which runs after the policies,
+  only lets the listed values through.
 
-Note for ``@tool`` functions: their schemas do not carry ``format`` annotations at present, so
-their path arguments are found by name or must be declared with ``paths=``.
+For ``@tool`` functions the schema comes from the annotations:
+``Annotated[str, msgspec.Meta(extra_json_schema={"format": "not-path"})]``.
+
+Which strings are paths for sure (declared): ``paths={"copy": ["src", "dst"], "batch_edit":
+["edits.*.file"]}`` (a dotted key descends into objects, ``*`` into every item of a list or
+value of an object); a ``format`` of ``path``, ``file-path``, ``filepath``, ``file``,
+``directory`` or ``dir-path``; and, unless ``guess_from_names=False``, properties at any depth
+named ``path``, ``file``, ``filename``, ``directory``, ``cwd`` and the like, or ending in
+``_path``, ``_file`` or ``_dir``. A declared path is checked whatever its shape (a NUL or a name
+too long is a skip, not a pass) and, with ``pin=True`` (the default), rewritten to the resolved
+absolute path, so the tool opens exactly what was checked whatever its own working directory.
+Other strings are checked but never rewritten.
+
+How a path is checked: ``~`` is expanded, a ``file:`` URL is reduced to its path, a relative
+path is joined to the call's working directory, and the result is resolved with
+``os.path.realpath`` (``..`` collapsed after following every symbolic link that exists,
+dangling ones included). The resolved path must lie under one of the roots, themselves resolved
+the same way when the policy is made; the value read literally (no ``~``, no URL, whitespace
+kept) must stay inside as well, whichever way the tool reads it. The call's working directory
+is its top-level ``cwd`` argument (or ``workdir``, ``working_dir``, ``working_directory``) when
+it has one, itself checked against the roots and taken relative to the sandbox's ``cwd``;
+otherwise the sandbox's ``cwd`` (the first root by default).
+
+Arguments nested deeper than 64 levels, or holding more than 10,000 strings, are skipped: the
+guard fails closed rather than check part of a call.
+
+Limits, as for any check made on names before the fact:
+
+* **Time of check to time of use.** A symbolic link created (or a directory swapped for one)
+  between this check and the tool's use of the path, by the tool itself or by another process,
+  is not seen. Pinning narrows the window (the tool gets the resolved path, so links that
+  existed at the check are not followed again) but cannot close it. The mitigation is at the
+  point of use: tools that open files with ``openat2(..., RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)``
+  (Linux 5.6+) or ``O_NOFOLLOW`` component by component, or that run in an OS-level sandbox
+  (a container or bind-mounted jail, Landlock, bubblewrap) whose view of the file system is the
+  roots alone.
+* A hard link or a bind mount inside a root that leads to a file outside looks like an
+  ordinary file inside.
+* A tool that builds paths from pieces (a directory in one argument and a name in another,
+  other than through ``cwd``), or that splits one string into several paths, is checked piece by
+  piece; declare its path arguments and keep one path per string.
+* On a case-insensitive file system a path spelled in another case than its root is refused
+  although it is inside: the error is on the safe side.
 """
 
 from __future__ import annotations
@@ -41,100 +75,43 @@ from urllib.parse import unquote, urlsplit
 
 from agentloop import ALLOW, DispatchVerdict, Rewrite, Skip
 
+from ._arguments import (
+    NOT_PATH_FORMATS as NOT_PATH_FORMATS,
+    PATH,
+    PATH_FORMATS as PATH_FORMATS,
+    TooComplex,
+    Walk,
+    parse_location,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from agentloop import AgentTool, DispatchContext
 
-__all__ = ["PATH_FORMATS", "Sandbox"]
+    from ._arguments import Location
 
-PATH_FORMATS = frozenset({"path", "file-path", "filepath", "file", "directory", "dir-path"})
-_PATH_NAMES = frozenset(
-    {
-        "path",
-        "paths",
-        "file",
-        "files",
-        "filename",
-        "filepath",
-        "dir",
-        "directory",
-        "dirname",
-        "folder",
-        "cwd",
-        "workdir",
-        "working_dir",
-    }
-)
-_PATH_SUFFIXES = ("_path", "_paths", "_file", "_files", "_dir", "_directory")
+__all__ = ["NOT_PATH_FORMATS", "PATH_FORMATS", "Sandbox"]
 
-# A location inside the arguments: keys of objects, or None for "every item".
-_Location = tuple[str | None, ...]
+_CWD_NAMES = ("cwd", "workdir", "working_dir", "working_directory")
+_MAX_PATH = 4096  # PATH_MAX on Linux: a longer string cannot be opened as one name
 
 
-def _parse_location(spec: str) -> _Location:
-    return tuple(None if part == "*" else part for part in spec.split("."))
+def _could_be_path(value: str) -> bool:
+    text = value.strip()
+    return (
+        0 < len(text) <= _MAX_PATH and "\x00" not in text and "\n" not in text and "\r" not in text
+    )
 
 
-def _schema_locations(schema: Any, prefix: _Location = (), depth: int = 0) -> list[_Location]:
-    """Locations of the string properties of ``schema`` marked with a path format."""
-    if not isinstance(schema, dict) or depth > 8:
-        return []
-    found: list[_Location] = []
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt.lower() in PATH_FORMATS and prefix:
-        found.append(prefix)
-    items = schema.get("items")
-    if isinstance(items, dict):
-        found.extend(_schema_locations(items, (*prefix, None), depth + 1))
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for key, sub in props.items():
-            found.extend(_schema_locations(sub, (*prefix, str(key)), depth + 1))
-    for key in ("anyOf", "oneOf", "allOf"):
-        alternatives = schema.get(key)
-        if isinstance(alternatives, list):
-            for sub in alternatives:
-                found.extend(_schema_locations(sub, prefix, depth + 1))
-    return found
-
-
-def _looks_like_path_name(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in _PATH_NAMES or lowered.endswith(_PATH_SUFFIXES)
-
-
-def _collect(value: Any, location: _Location, at: _Location = ()) -> list[tuple[_Location, str]]:
-    """Every string found at ``location`` in ``value``, with its concrete location."""
-    if not location:
-        if isinstance(value, str):
-            return [(at, value)]
-        if isinstance(value, list):
-            return [(at + (str(i),), v) for i, v in enumerate(value) if isinstance(v, str)]
-        return []
-    head, rest = location[0], location[1:]
-    out: list[tuple[_Location, str]] = []
-    if head is None:
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                out.extend(_collect(item, rest, at + (str(i),)))
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                out.extend(_collect(item, rest, at + (str(key),)))
-    elif isinstance(value, dict) and head in value:
-        out.extend(_collect(value[head], rest, at + (head,)))
-    return out
-
-
-def _replace_at(value: Any, at: _Location, new: str) -> Any:
+def _replace_at(value: Any, at: Location, new: str) -> Any:
     """A copy of ``value`` with the string at ``at`` replaced (containers copied on the way)."""
     if not at:
         return new
     key = at[0]
-    assert key is not None
-    if isinstance(value, list):
+    if isinstance(value, list) and isinstance(key, int):
         copied = list(value)
-        copied[int(key)] = _replace_at(copied[int(key)], at[1:], new)
+        copied[key] = _replace_at(copied[key], at[1:], new)
         return copied
     if isinstance(value, dict):
         out = dict(value)
@@ -143,8 +120,21 @@ def _replace_at(value: Any, at: _Location, new: str) -> Any:
     return value
 
 
+def _cwd_location(arguments: Any) -> Location | None:
+    """Where the call names its own working directory, if it does."""
+    if isinstance(arguments, dict):
+        for name in _CWD_NAMES:
+            if isinstance(arguments.get(name), str):
+                return (name,)
+    return None
+
+
+def _shown(at: Location) -> str:
+    return ".".join(str(part) for part in at) or "(the arguments)"
+
+
 class Sandbox:
-    """Skip tool calls whose path arguments resolve outside the allowed ``roots``.
+    """Skip tool calls with a string that could name a file outside the allowed ``roots``.
 
     Example::
 
@@ -155,14 +145,14 @@ class Sandbox:
         roots: the directories paths must stay under (a root itself is allowed).
         cwd: the directory relative paths are joined to; by default the first root.
         paths: per tool name, the argument locations holding paths (see the module docs).
-        guess_from_names: also treat top-level arguments with path-like names as paths.
-        pin: rewrite passing calls so that paths are the resolved absolute paths.
+        guess_from_names: treat arguments with path-like names as declared paths (pinned).
+        pin: rewrite passing calls so that declared paths are the resolved absolute paths.
 
     Raises:
         ValueError: no root is given.
     """
 
-    __slots__ = ("_declared", "_schema_cache", "cwd", "guess_from_names", "pin", "roots")
+    __slots__ = ("_declared", "_walks", "cwd", "guess_from_names", "pin", "roots")
 
     def __init__(
         self,
@@ -178,41 +168,33 @@ class Sandbox:
             raise ValueError("Sandbox needs at least one root directory")
         self.roots: tuple[Path, ...] = tuple(Path(os.path.realpath(os.fspath(r))) for r in items)
         self.cwd = Path(os.path.realpath(os.fspath(cwd))) if cwd is not None else self.roots[0]
-        self._declared: dict[str, list[_Location]] = {
-            name: [_parse_location(spec) for spec in specs] for name, specs in (paths or {}).items()
+        self._declared: dict[str, list[Location]] = {
+            name: [parse_location(spec) for spec in specs] for name, specs in (paths or {}).items()
         }
         self.guess_from_names = guess_from_names
         self.pin = pin
-        self._schema_cache: dict[int, tuple[dict[str, Any], list[_Location]]] = {}
+        # Per schema object: the walk that knows its marks (the schema is kept, so its id
+        # cannot be reused while the entry lives).
+        self._walks: dict[int, tuple[Any, Walk]] = {}
 
-    def locations_for(self, name: str, tool: AgentTool | None) -> list[_Location]:
-        """Where the path arguments of a call to ``name`` are."""
-        locations = list(self._declared.get(name, ()))
-        if tool is not None:
-            schema = getattr(tool, "parameters", None)
-            if isinstance(schema, dict):
-                locations.extend(loc for loc in self._from_schema(schema) if loc not in locations)
-        return locations
-
-    def _from_schema(self, schema: dict[str, Any]) -> list[_Location]:
-        cached = self._schema_cache.get(id(schema))
+    def _walk(self, tool: AgentTool | None) -> Walk:
+        schema = getattr(tool, "parameters", None) if tool is not None else None
+        cached = self._walks.get(id(schema))
         if cached is not None and cached[0] is schema:
             return cached[1]
-        found = _schema_locations(schema)
-        if self.guess_from_names:
-            props = schema.get("properties")
-            if isinstance(props, dict):
-                found.extend(
-                    (str(key),)
-                    for key in props
-                    if _looks_like_path_name(str(key)) and (str(key),) not in found
-                )
-        # The schema itself is kept in the cache entry so that its id cannot be reused.
-        self._schema_cache[id(schema)] = (schema, found)
-        return found
+        walk = Walk(schema if isinstance(schema, dict) else None, self.guess_from_names)
+        self._walks[id(schema)] = (schema, walk)
+        return walk
 
-    def resolve(self, value: str) -> Path:
-        """The absolute, symlink-free path ``value`` names, relative paths taken from ``cwd``.
+    def locations_for(self, name: str, tool: AgentTool | None) -> list[Location]:
+        """The declared path locations of a call to ``name`` (``paths=`` and the schema's)."""
+        locations = list(self._declared.get(name, ()))
+        locations.extend(loc for loc in self._walk(tool).declared if loc not in locations)
+        return locations
+
+    def resolve(self, value: str, *, base: Path | None = None) -> Path:
+        """The absolute, symlink-free path ``value`` names, relative paths taken from ``base``
+        (the sandbox's ``cwd`` by default).
 
         The value is read as a path-aware tool would: surrounding whitespace removed, a
         ``file:`` URL reduced to its path, ``~`` expanded.
@@ -231,30 +213,30 @@ class Sandbox:
             text = unquote(parts.path)
             if "\x00" in text:
                 raise ValueError("path contains a NUL character")
-        return self._absolute(os.path.expanduser(text))
+        return self._absolute(os.path.expanduser(text), base)
 
-    def _absolute(self, text: str) -> Path:
+    def _absolute(self, text: str, base: Path | None = None) -> Path:
         path = Path(text)
         if not path.is_absolute():
-            path = self.cwd / path
+            path = (base or self.cwd) / path
         try:
             return Path(os.path.realpath(path))
-        except OSError as exc:  # a name too long for the system, and the like
-            raise ValueError(f"the path cannot be resolved ({exc.strerror or exc})") from None
+        except (OSError, ValueError) as exc:  # a name too long for the system, and the like
+            raise ValueError(f"the path cannot be resolved ({exc})") from None
 
-    def check(self, value: str) -> Path | None:
+    def check(self, value: str, *, base: Path | None = None) -> Path | None:
         """The resolved path if ``value`` stays inside the roots, else ``None``.
 
         Both readings must stay inside: the one of ``resolve`` and the literal one (the value
-        joined to ``cwd`` as it is, as a tool that does no interpretation would use it).
+        joined to the working directory as it is, as a tool that does no interpretation would).
 
         Raises:
             ValueError: as ``resolve``.
         """
-        resolved = self.resolve(value)
+        resolved = self.resolve(value, base=base)
         if not self.is_allowed(resolved):
             return None
-        if value != str(resolved) and not self.is_allowed(self._absolute(value)):
+        if value != str(resolved) and not self.is_allowed(self._absolute(value, base)):
             return None
         return resolved
 
@@ -263,22 +245,36 @@ class Sandbox:
         return any(resolved.is_relative_to(root) for root in self.roots)
 
     def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:
-        """Skip the call if a path argument escapes the roots; pin the paths otherwise."""
+        """Skip the call if a string in its arguments escapes the roots; pin declared paths."""
         arguments = ctx.call.arguments
-        if not isinstance(arguments, dict):
-            return ALLOW
+        walk = self._walk(ctx.tool)
+        declared = self._declared.get(ctx.call.name, ())
+        try:
+            found = walk.strings(arguments, declared)
+        except TooComplex as exc:
+            return Skip(reason=f"The arguments could not be checked for paths: {exc}.")
+        base: Path | None = None
         rewritten: Any = arguments
-        for location in self.locations_for(ctx.call.name, ctx.tool):
-            for at, value in _collect(arguments, location):
-                shown = ".".join(part or "*" for part in at)
-                try:
-                    resolved = self.check(value)
-                except ValueError as exc:
+        cwd_at = _cwd_location(arguments)
+        # The call's own working directory first: the other relative paths are taken from it.
+        for at, value, mark, is_key in sorted(found, key=lambda f: f.is_key or f.at != cwd_at):
+            if mark is not PATH and (mark is not None or not _could_be_path(value)):
+                continue  # not a path, by the schema or by its shape
+            shown = f"key {value!r} of {_shown(at[:-1])}" if is_key else _shown(at)
+            try:
+                resolved = self.check(value, base=base)
+            except ValueError as exc:
+                if mark is PATH:
                     return Skip(reason=f"Argument {shown!r} is not a usable path: {exc}.")
-                if resolved is None:
-                    return Skip(reason=self._escape_reason(shown, value))
-                if self.pin and value != str(resolved):
-                    rewritten = _replace_at(rewritten, at, str(resolved))
+                continue  # no system would open it as a file name
+            if resolved is None:
+                return Skip(reason=self._escape_reason(shown, value))
+            if is_key:
+                continue
+            if at == cwd_at:
+                base = resolved
+            if mark is PATH and self.pin and at and value != str(resolved):
+                rewritten = _replace_at(rewritten, at, str(resolved))
         if rewritten is not arguments:
             return Rewrite(arguments=rewritten)
         return ALLOW
@@ -286,8 +282,8 @@ class Sandbox:
     def _escape_reason(self, shown: str, value: str) -> str:
         where = ", ".join(str(root) for root in self.roots)
         return (
-            f"Argument {shown!r} ({value!r}) points outside the allowed directories ({where}), "
-            "so the call was not run. Use a path inside them."
+            f"Argument {shown!r} ({value[:200]!r}) points outside the allowed directories "
+            f"({where}), so the call was not run. Use a path inside them."
         )
 
     def __repr__(self) -> str:

@@ -30,6 +30,8 @@ import msgspec
 
 from agentloop import ErrorEvent, ErrorKind
 
+from ._secrets import excerpt
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -200,7 +202,9 @@ _NETWORK_TYPES = frozenset(
     }
 )
 _RETRY_IN_RE = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b", re.I)
-_MAX_BODY_SHOWN = 500
+_MAX_BODY_SHOWN = 500  # of a body that is not a provider's error object
+_MAX_MESSAGE_SHOWN = 4000  # of the message an error object carries
+_MAX_LABEL_SHOWN = 100
 
 
 def is_context_overflow(message: str) -> bool:
@@ -334,9 +338,9 @@ def _error_info(body: Any) -> ErrorInfo:
     if isinstance(body, (bytes, bytearray)):
         body = decode_body(bytes(body))
     if isinstance(body, str):
-        return ErrorInfo(message=body[:_MAX_BODY_SHOWN])
+        return ErrorInfo(message=excerpt(body, _MAX_BODY_SHOWN))
     if not isinstance(body, dict):
-        return ErrorInfo(message=_text_of(body)[:_MAX_BODY_SHOWN])
+        return ErrorInfo(message=excerpt(_text_of(body), _MAX_BODY_SHOWN))
     err = body.get("error", body)
     if isinstance(err, str):
         return ErrorInfo(message=err, type=_str(body.get("type")), code=_str(body.get("code")))
@@ -346,7 +350,7 @@ def _error_info(body: Any) -> ErrorInfo:
     if not isinstance(message, str):
         message = _text_of(message)
     if not message:
-        message = _text_of(body)[:_MAX_BODY_SHOWN]
+        message = excerpt(_text_of(body), _MAX_BODY_SHOWN)
     status = err.get("status_code", err.get("code"))
     etype = _str(err.get("type") or err.get("status") or body.get("__type") or body.get("type"))
     if etype == "error":
@@ -391,8 +395,8 @@ def _message(provider: str, status: int | None, info: ErrorInfo, *, in_stream: b
         where = f"{provider} stream error" + (f" {status}" if status is not None else "")
     else:
         where = f"{provider} HTTP {status}"
-    label = info.type or info.code
-    text = info.message.strip() or "(no message)"
+    label = excerpt(info.type or info.code, _MAX_LABEL_SHOWN)
+    text = excerpt(info.message.strip(), _MAX_MESSAGE_SHOWN) or "(no message)"
     return f"{where} ({label}): {text}" if label else f"{where}: {text}"
 
 

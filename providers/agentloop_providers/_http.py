@@ -30,33 +30,33 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import anyio
 import httpx
 import msgspec
 
-from agentloop import (
-    AssistantMessageEvent,
-    Done,
-    ErrorEvent,
-    ErrorKind,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-)
+from agentloop import Done, ErrorEvent, ErrorKind
 
 from ._classify import classify_payload, classify_response, decode_body
-from ._frames import DEFAULT_MAX_EVENT_BYTES, FrameTooLarge
-from ._ndjson import NDJSONError
+from ._frames import DEFAULT_MAX_EVENT_BYTES
+from ._secrets import CUT, InvalidApiKey, check_api_key, redact as redact, redact_bytes, tracking
 from ._sse import SSEDecoder
+from ._translate import (
+    FrameDecoder as FrameDecoder,
+    ProtocolError as ProtocolError,
+    StreamParser as StreamParser,
+    checked_event as checked_event,
+    events_of,
+    tail_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Mapping
     from contextlib import AbstractContextManager
     from types import TracebackType
 
-    from agentloop import LlmContext, ModelSpec, StreamOptions
+    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
 
 __all__ = [
     "FrameDecoder",
@@ -72,87 +72,6 @@ logger = logging.getLogger("agentloop_providers")
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
-
-
-class ProtocolError(Exception):
-    """Raised by a parser for a stream that breaks its provider's protocol."""
-
-
-# Failures that say what is wrong in their own words.
-_MALFORMED = (ProtocolError, NDJSONError, msgspec.DecodeError)
-# Failures of a frame the body ended in the middle of.
-_CUT = (ProtocolError, NDJSONError, msgspec.DecodeError, ValueError)
-
-
-class FrameDecoder(Protocol):
-    """Turns body bytes into frames (SSE events, JSON lines, binary messages)."""
-
-    def feed(self, chunk: bytes) -> list[Any]:
-        """The frames ``chunk`` completed.
-
-        Raises:
-            ValueError: bytes that cannot be framed (the call ends as a malformed stream).
-        """
-        ...
-
-    def close(self) -> list[Any]:
-        """The body ended: any frame still pending."""
-        ...
-
-
-class StreamParser(Protocol):
-    """Turns frames into ``AssistantMessageEvent`` values; one parser per call.
-
-    ``feed`` may raise ``ProtocolError`` (or ``msgspec.DecodeError``) for a malformed frame.
-    ``end`` is called when the body ended without a terminal event: it returns the events that
-    finish the message (an adapter tolerant of a missing sentinel returns ``Done``) or nothing,
-    in which case the call ends as a ``network`` error ("stream cut short").
-    """
-
-    def feed(self, frame: Any) -> list[AssistantMessageEvent]:
-        """The events one frame gives (often none, sometimes several).
-
-        Raises:
-            ProtocolError, msgspec.DecodeError, KeyError, TypeError: a malformed frame.
-        """
-        ...
-
-    def end(self) -> list[AssistantMessageEvent]:
-        """The body ended without a terminal event: the events that finish it, if any."""
-        ...
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every occurrence of each secret replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            text = text.replace(secret, "***")
-    return text
-
-
-_event_types: dict[type, Any] = {}
-
-
-def checked_event(event: Any) -> AssistantMessageEvent:
-    """``event`` itself if it is a well-typed ``AssistantMessageEvent``.
-
-    Parsers build events from untrusted JSON, and ``msgspec.Struct`` constructors do not check
-    types: a number where the protocol has a string would otherwise travel on as an ill-typed
-    delta. Deltas, nearly every event of a stream, take a two-check path; the others are
-    checked field by field through a ``msgspec`` round trip.
-
-    Raises:
-        ProtocolError: ``event`` is not an event, or a field has the wrong type.
-    """
-    cls = type(event)
-    if cls is TextDelta or cls is ThinkingDelta or cls is ToolCallDelta:
-        if type(event.index) is int and type(event.delta) is str:
-            return event  # type: ignore[no-any-return]
-    try:
-        msgspec.convert(msgspec.to_builtins(event), AssistantMessageEvent)
-    except (msgspec.ValidationError, TypeError, ValueError, RecursionError) as exc:
-        raise ProtocolError(f"{cls.__name__} of the wrong shape: {exc}") from None
-    return event  # type: ignore[no-any-return]
 
 
 class HttpProvider:
@@ -178,6 +97,15 @@ class HttpProvider:
             ``other`` error naming the limit, with memory bounded by a small multiple of it.
 
     Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
+
+    API keys are checked before use (printable ASCII, no whitespace) and never leave in an
+    error message, an exception or a log record, in any of their usual representations (see
+    ``_secrets``).
+
+    Raises:
+        InvalidApiKey: ``api_key`` holds whitespace or other characters no key has (a trailing
+            newline, typically); a key from ``get_api_key`` or the environment is checked on
+            each call instead, which then ends as an ``auth`` error.
     """
 
     provider_name: ClassVar[str] = "http"
@@ -198,6 +126,8 @@ class HttpProvider:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
+        if api_key is not None:
+            check_api_key(api_key, f"{type(self).__name__}(api_key=...)")
         self.__api_key = api_key
         self._client = client
         self._owns_client = client is None
@@ -253,12 +183,18 @@ class HttpProvider:
     # ------------------------------------------------------------------ adapter hooks
 
     def api_key_for(self, options: StreamOptions) -> str | None:
-        """The key for a call: ``options.api_key``, else the constructor's, else ``env_var``."""
+        """The key for a call: ``options.api_key``, else the constructor's, else ``env_var``.
+
+        Raises:
+            InvalidApiKey: the key holds whitespace or other characters no key has.
+        """
         if options.api_key:
-            return options.api_key
+            return check_api_key(options.api_key, "StreamOptions.api_key (get_api_key)")
         if self.__api_key:
             return self.__api_key
-        return os.environ.get(self.env_var) if self.env_var else None
+        if self.env_var and (key := os.environ.get(self.env_var)):
+            return check_api_key(key, f"the {self.env_var} environment variable")
+        return None
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         """The URL to POST to."""
@@ -323,14 +259,23 @@ class HttpProvider:
         """Stream one model call (an async generator: close it with ``aclosing``)."""
         return self._stream(model, context, options)
 
+    def secrets_for(self, key: str | None) -> tuple[str | None, ...]:
+        """Every secret a call made with ``key`` holds, to be kept out of what it lets out:
+        the key and the constructor's. Adapters with other credentials add theirs."""
+        return (key, self.__api_key)
+
     def _fail(self, kind: ErrorKind, message: str, key: str | None) -> ErrorEvent:
-        return ErrorEvent(kind=kind, message=redact(message, key, self.__api_key))
+        return ErrorEvent(kind=kind, message=redact(message, *self.secrets_for(key)))
 
     async def _stream(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
         name = self.provider_name
-        key = self.api_key_for(options)
+        try:
+            key = self.api_key_for(options)
+        except InvalidApiKey as exc:
+            yield ErrorEvent(kind=ErrorKind.AUTH, message=f"{name}: {exc}")
+            return
         if key is None and self.requires_api_key:
             hint = f" or set {self.env_var}" if self.env_var else ""
             yield ErrorEvent(
@@ -338,77 +283,80 @@ class HttpProvider:
                 message=f"{name}: no API key (pass one through get_api_key{hint})",
             )
             return
-        try:
-            request = self.build_request(model, context, options, key)
-        except (ValueError, TypeError, msgspec.EncodeError) as exc:
-            yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
-            return
-        logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
-        until = None if self.deadline is None else anyio.current_time() + self.deadline
-        try:
-            with _until(until):
-                response = await self.client.send(request, stream=True)
-        except TimeoutError:
-            yield self._past_deadline()
-            return
-        except httpx.TimeoutException as exc:
-            what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
-            yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
-            return
-        except httpx.TransportError as exc:
-            yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
-            return
-        chunks: AsyncIterator[bytes] | None = None
-        try:
-            status = response.status_code
-            logger.debug("%s: HTTP %d", name, status)
-            if status >= 400:
-                with _until(until):
-                    body = await _read_limited(response)
-                yield self._redacted(classify_response(name, status, response.headers, body), key)
+        with tracking(*self.secrets_for(key)):  # kept out of the HTTP stack's log records
+            try:
+                request = self.build_request(model, context, options, key)
+            except (ValueError, TypeError, msgspec.EncodeError) as exc:
+                yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
                 return
-            decoder = self.new_decoder()
-            parser = self.new_parser(model, options)
-            content_type = response.headers.get("content-type", "")
-            if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
-                # A server that answers a streaming request with one JSON document (an error
-                # object, typically) instead of an event stream.
+            logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
+            until = None if self.deadline is None else anyio.current_time() + self.deadline
+            try:
                 with _until(until):
-                    body = await _read_limited(response)
-                yield self._redacted(classify_payload(name, decode_body(body)), key)
+                    response = await self.client.send(request, stream=True)
+            except TimeoutError:
+                yield self._past_deadline()
                 return
-            chunks = response.aiter_bytes()
-            while (chunk := await _next(chunks, until)) is not None:
-                for event in self._events(decoder, parser, chunk):
-                    cls = type(event)
-                    if cls is ErrorEvent:
-                        yield self._redacted(event, key)  # type: ignore[arg-type]
-                        return
-                    yield event
-                    if cls is Done:
-                        return
-            for event in self._tail(decoder, parser):
-                cls = type(event)
-                yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
-                if cls is Done or cls is ErrorEvent:
+            except httpx.TimeoutException as exc:
+                what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
+                yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
+                return
+            except httpx.TransportError as exc:
+                yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
+                return
+            chunks: AsyncIterator[bytes] | None = None
+            try:
+                status = response.status_code
+                logger.debug("%s: HTTP %d", name, status)
+                if status >= 400:
+                    with _until(until):
+                        body = self._scrubbed(await _read_limited(response), key)
+                    yield self._redacted(
+                        classify_response(name, status, response.headers, body), key
+                    )
                     return
-            yield ErrorEvent(
-                kind=ErrorKind.NETWORK,
-                message=f"{name}: the stream ended before the message was complete",
-            )
-        except TimeoutError:
-            yield self._past_deadline()
-        except httpx.TimeoutException:
-            yield ErrorEvent(
-                kind=ErrorKind.NETWORK,
-                message=f"{name}: no data from the server for {self.idle_timeout:g}s",
-            )
-        except httpx.TransportError as exc:
-            yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
-        finally:
-            # Runs on cancellation and on aclose() too; shielded so the socket really closes.
-            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-                await _close(response, chunks)
+                decoder = self.new_decoder()
+                parser = self.new_parser(model, options)
+                content_type = response.headers.get("content-type", "")
+                if isinstance(decoder, SSEDecoder) and content_type.startswith("application/json"):
+                    # A server that answers a streaming request with one JSON document (an error
+                    # object, typically) instead of an event stream.
+                    with _until(until):
+                        body = self._scrubbed(await _read_limited(response), key)
+                    yield self._redacted(classify_payload(name, decode_body(body)), key)
+                    return
+                chunks = response.aiter_bytes()
+                while (chunk := await _next(chunks, until)) is not None:
+                    for event in events_of(self.provider_name, decoder, parser, chunk):
+                        cls = type(event)
+                        if cls is ErrorEvent:
+                            yield self._redacted(event, key)  # type: ignore[arg-type]
+                            return
+                        yield event
+                        if cls is Done:
+                            return
+                for event in tail_of(self.provider_name, decoder, parser):
+                    cls = type(event)
+                    yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
+                    if cls is Done or cls is ErrorEvent:
+                        return
+                yield ErrorEvent(
+                    kind=ErrorKind.NETWORK,
+                    message=f"{name}: the stream ended before the message was complete",
+                )
+            except TimeoutError:
+                yield self._past_deadline()
+            except httpx.TimeoutException:
+                yield ErrorEvent(
+                    kind=ErrorKind.NETWORK,
+                    message=f"{name}: no data from the server for {self.idle_timeout:g}s",
+                )
+            except httpx.TransportError as exc:
+                yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
+            finally:
+                # Runs on cancellation and on aclose() too; shielded so the socket really closes.
+                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                    await _close(response, chunks)
 
     def _past_deadline(self) -> ErrorEvent:
         return ErrorEvent(
@@ -417,54 +365,12 @@ class HttpProvider:
             "deadline",
         )
 
-    def _events(
-        self, decoder: FrameDecoder, parser: StreamParser, chunk: bytes
-    ) -> list[AssistantMessageEvent]:
-        """The events ``chunk`` completes, up to a terminal one.
-
-        Total over any bytes: whatever the decoder or the parser raises, and an event of the
-        wrong shape, becomes a closing ``other`` error (after the events before it).
-        """
-        events: list[AssistantMessageEvent] = []
-        try:
-            for frame in decoder.feed(chunk):
-                for event in parser.feed(frame):
-                    events.append(checked_event(event))
-                    cls = type(event)
-                    if cls is Done or cls is ErrorEvent:
-                        return events
-        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
-            events.append(self._malformed(exc))
-        return events
-
-    def _tail(self, decoder: FrameDecoder, parser: StreamParser) -> list[AssistantMessageEvent]:
-        """The body ended: the events of a frame still pending, then the parser's last word."""
-        events: list[AssistantMessageEvent] = []
-        try:
-            for frame in decoder.close():
-                events.extend(checked_event(event) for event in parser.feed(frame))
-        except _CUT:
-            events = []  # the body stopped in the middle of a frame: a cut stream, not a bad one
-        except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
-            return [*events, self._malformed(exc)]
-        try:
-            events.extend(checked_event(event) for event in parser.end())
-        except Exception as exc:  # noqa: BLE001
-            events.append(self._malformed(exc))
-        return events
-
-    def _malformed(self, exc: Exception) -> ErrorEvent:
-        """The error for a frame the adapter could not use: bad JSON, or a shape the protocol
-        does not allow (a missing field surfaces as ``KeyError``, a wrong type as ``TypeError``
-        or ``AttributeError``, deep nesting as ``RecursionError``)."""
-        name = self.provider_name
-        if isinstance(exc, FrameTooLarge):
-            return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: the server sent {exc}")
-        what = str(exc) if isinstance(exc, _MALFORMED) else f"{type(exc).__name__}: {exc}"
-        return ErrorEvent(kind=ErrorKind.OTHER, message=f"{name}: malformed stream: {what}")
+    def _scrubbed(self, body: bytes, key: str | None) -> bytes:
+        """An error body with the keys taken out before anything reads (or cuts) it."""
+        return redact_bytes(body, *self.secrets_for(key))
 
     def _redacted(self, event: ErrorEvent, key: str | None) -> ErrorEvent:
-        message = redact(event.message, key, self.__api_key)
+        message = redact(event.message, *self.secrets_for(key))
         if message == event.message:
             return event
         return msgspec.structs.replace(event, message=message)
@@ -499,7 +405,10 @@ async def _read_limited(response: httpx.Response) -> bytes:
                 break
     finally:
         await _close(response, chunks)
-    return b"".join(parts)[:_MAX_ERROR_BODY]
+    body = b"".join(parts)
+    if len(body) > _MAX_ERROR_BODY:  # the cut is marked, so that a key cut in two is found
+        body = body[:_MAX_ERROR_BODY] + CUT.encode()
+    return body
 
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar, overload
 import msgspec
 
 from ._frames import DEFAULT_MAX_EVENT_BYTES, SLICE_BYTES, FrameTooLarge, slices
+from ._secrets import excerpt
 
 __all__ = ["NDJSONDecoder", "NDJSONError"]
 
@@ -108,5 +109,5 @@ class NDJSONDecoder(Generic[T]):
         try:
             return self._decode(line)  # type: ignore[no-any-return]
         except _UNDECODABLE as exc:
-            shown = line[:200].decode("utf-8", "replace")
+            shown = excerpt(line[:1000].decode("utf-8", "replace"), 200)
             raise NDJSONError(f"malformed JSON line: {exc} in {shown!r}", line) from exc

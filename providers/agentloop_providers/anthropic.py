@@ -42,6 +42,7 @@ from agentloop import (
 from ._classify import classify_payload
 from ._convert import assistant_blocks, max_output_tokens, thinking_budget, usage
 from ._http import HttpProvider, ProtocolError
+from ._secrets import excerpt
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -249,7 +250,7 @@ class AnthropicStreamParser:
             return []
         event = _decode(data)
         if not isinstance(event, dict):
-            raise ProtocolError(f"expected a JSON object, got {data[:100]!r}")
+            raise ProtocolError(f"expected a JSON object, got {excerpt(data, 100)!r}")
         kind = event.get("type")
         if kind == "content_block_delta":
             return self._delta(event)

@@ -57,6 +57,7 @@ from ._convert import (
 from ._eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage
 from ._frames import DEFAULT_MAX_EVENT_BYTES
 from ._http import HttpProvider, ProtocolError
+from ._secrets import InvalidApiKey
 from ._sigv4 import AwsCredentials, MissingCredentials, sign_headers
 
 if TYPE_CHECKING:
@@ -412,7 +413,11 @@ class BedrockProvider(HttpProvider):
     def __call__(
         self, model: ModelSpec, context: LlmContext, options: StreamOptions
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
-        if self.api_key_for(options) is None:
+        try:
+            bearer = self.api_key_for(options)
+        except InvalidApiKey:
+            bearer = ""  # the base class's stream reports it
+        if bearer is None:
             try:
                 self._credentials_now()
             except MissingCredentials as exc:
@@ -421,6 +426,18 @@ class BedrockProvider(HttpProvider):
 
     def _credentials_now(self) -> AwsCredentials:
         return self._credentials or AwsCredentials.from_env()
+
+    def secrets_for(self, key: str | None) -> tuple[str | None, ...]:
+        """The bearer key, and the secret key and session token of the AWS credentials."""
+        try:
+            credentials = self._credentials_now()
+        except MissingCredentials:
+            return super().secrets_for(key)
+        return (
+            *super().secrets_for(key),
+            credentials.secret_access_key,
+            credentials.session_token,
+        )
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         return f"{self.base_url}/model/{quote(model.model_id, safe='')}/converse-stream"

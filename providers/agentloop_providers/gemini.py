@@ -59,6 +59,7 @@ from ._convert import (
     usage as make_usage,
 )
 from ._http import HttpProvider, ProtocolError
+from ._secrets import excerpt
 
 if TYPE_CHECKING:
     from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
@@ -210,12 +211,12 @@ def _set_path(target: dict[str, Any], path: Any, value: Any, *, append: bool) ->
             index far past the end of its list, or a step into a value of the other kind.
     """
     if not isinstance(path, str):
-        raise ProtocolError(f"gemini: jsonPath is not a string: {path!r:.100}")
+        raise ProtocolError(f"gemini: jsonPath is not a string: {excerpt(repr(path), 100)}")
     keys: list[str | int] = []
     for name, number, quoted in _PATH_RE.findall(path.removeprefix("$")):
         keys.append(int(number) if number else (name or quoted))
     if not keys or len(keys) > _MAX_PATH_DEPTH:
-        raise ProtocolError(f"gemini: unsupported jsonPath {path[:100]!r}")
+        raise ProtocolError(f"gemini: unsupported jsonPath {excerpt(path, 100)!r}")
     node: Any = target
     for key, following in zip(keys, keys[1:], strict=False):
         empty: Any = [] if isinstance(following, int) else {}
@@ -237,10 +238,12 @@ def _step(node: Any, key: str | int, path: str) -> Any:
     """``node``, checked to hold ``key`` (a list grown by ``None`` up to an index near its end)."""
     if isinstance(key, int):
         if not isinstance(node, list) or key > len(node) + _MAX_INDEX_GAP:
-            raise ProtocolError(f"gemini: jsonPath {path[:100]!r} does not fit the arguments")
+            raise ProtocolError(
+                f"gemini: jsonPath {excerpt(path, 100)!r} does not fit the arguments"
+            )
         node.extend([None] * (key + 1 - len(node)))
     elif not isinstance(node, dict):
-        raise ProtocolError(f"gemini: jsonPath {path[:100]!r} does not fit the arguments")
+        raise ProtocolError(f"gemini: jsonPath {excerpt(path, 100)!r} does not fit the arguments")
     return node
 
 
@@ -286,7 +289,7 @@ class GeminiParser:
         if isinstance(chunk, list) and len(chunk) == 1:
             chunk = chunk[0]
         if not isinstance(chunk, dict):
-            raise ProtocolError(f"gemini: expected a JSON object, got {sse.data[:100]!r}")
+            raise ProtocolError(f"gemini: expected a JSON object, got {excerpt(sse.data, 100)!r}")
         out: list[AssistantMessageEvent] = []
         if not self._started:
             self._started = True

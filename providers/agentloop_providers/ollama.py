@@ -38,6 +38,7 @@ from ._classify import classify_payload
 from ._convert import BlockIndexer, assistant_blocks, max_output_tokens, tool_result_parts, usage
 from ._http import HttpProvider, ProtocolError
 from ._ndjson import NDJSONDecoder
+from ._secrets import excerpt
 
 if TYPE_CHECKING:
     from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
@@ -162,7 +163,7 @@ class OllamaStreamParser:
             ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
         """
         if not isinstance(line, dict):
-            raise ProtocolError(f"expected a JSON object, got {line!r:.100}")
+            raise ProtocolError(f"expected a JSON object, got {excerpt(repr(line), 100)}")
         if line.get("error"):
             return [*self._close_all(), classify_payload(self._provider, line)]
         out: list[AssistantMessageEvent] = []
@@ -225,7 +226,7 @@ def _decode_arguments(text: str) -> Any:
     try:
         return msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
-        raise ProtocolError(f"tool call arguments are not JSON: {text[:100]!r}") from exc
+        raise ProtocolError(f"tool call arguments are not JSON: {excerpt(text, 100)!r}") from exc
 
 
 class OllamaProvider(HttpProvider):

@@ -50,6 +50,7 @@ from ._convert import (
     usage,
 )
 from ._http import HttpProvider, ProtocolError
+from ._secrets import excerpt
 
 if TYPE_CHECKING:
     from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
@@ -227,7 +228,7 @@ class OpenAIChatStreamParser:
             return []
         chunk = _decode(data)
         if not isinstance(chunk, dict):
-            raise ProtocolError(f"expected a JSON object, got {data[:100]!r}")
+            raise ProtocolError(f"expected a JSON object, got {excerpt(data, 100)!r}")
         out: list[AssistantMessageEvent] = []
         if not self._started:
             self._started = True

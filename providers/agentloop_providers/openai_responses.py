@@ -56,6 +56,7 @@ from ._convert import (
     usage,
 )
 from ._http import HttpProvider, ProtocolError
+from ._secrets import excerpt
 
 if TYPE_CHECKING:
     from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
@@ -196,7 +197,7 @@ class OpenAIResponsesParser:
             return []
         event = _decode(sse.data)
         if not isinstance(event, dict):
-            raise ProtocolError(f"expected a JSON object, got {sse.data[:100]!r}")
+            raise ProtocolError(f"expected a JSON object, got {excerpt(sse.data, 100)!r}")
         kind = event.get("type") or sse.event
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             return self._text(event)

@@ -9,21 +9,37 @@ ones are fast: same output.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
+import threading
 import time
 import uuid
+from typing import TYPE_CHECKING, cast
 
 import anyio
+import anyio.to_thread
+import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentloop import Agent, StopReason, ToolExecutionEnd
+from agentloop import (
+    Agent,
+    AssistantMessageEvent,
+    LlmContext,
+    ModelSpec,
+    StopReason,
+    StreamOptions,
+    ToolExecutionEnd,
+)
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_policies import PiiRedactor
 from agentloop_policies._pii import _jwt, _keyish
 
 from ._helpers import MODEL, Recorder
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator
 
 MB = 1_000_000
 BOUND_SECONDS = 10.0  # per 1 MB input; linear redaction takes well under a second
@@ -121,42 +137,82 @@ def test_jwt_scanner_agrees_with_the_old_pattern(text: str) -> None:
 # --------------------------------------------------------------------------- the event loop
 
 
+HEAVY = ADVERSARIAL["hyphenated UUIDs joined by hyphens"] + " write to bob@example.com"
+
+
+async def _heartbeat(gaps: list[float], done: anyio.Event) -> None:
+    last = anyio.current_time()
+    while not done.is_set():
+        await anyio.sleep(0.01)
+        now = anyio.current_time()
+        gaps.append(now - last)
+        last = now
+
+
 @pytest.mark.anyio
 async def test_a_megabyte_tool_result_does_not_starve_the_loop() -> None:
-    """A heartbeat keeps ticking while 1 MB of adversarial tool output is redacted, and an
-    abort sent the moment the tool finishes (the redaction still ahead) ends the run at once."""
-    heavy = Recorder("dump", reply=ADVERSARIAL["hyphenated UUIDs joined by hyphens"])
+    """A heartbeat task keeps ticking around the redaction of 1 MB of adversarial text: the
+    loop is held for one linear pass (a few hundred ms), not for minutes."""
+    stream = ScriptedStream([reply_tool_calls(("dump", {})), reply_text("done")])
     agent = Agent(
         model=MODEL,
-        stream_fn=ScriptedStream([reply_tool_calls(("dump", {})), reply_text("never")]),
-        tools=[heavy],
+        stream_fn=stream,
+        tools=[Recorder("dump", reply=HEAVY)],
         post_turn_policies=[PiiRedactor()],
     )
     gaps: list[float] = []
-    aborted_at: list[float] = []
     done = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_heartbeat, gaps, done)
+        with anyio.fail_after(60):
+            result = await agent.prompt("go")
+        done.set()
+    assert result.stop_reason is StopReason.STOP
+    seen = msgspec.json.encode(stream.calls[1].context.messages).decode()
+    assert "bob@example.com" not in seen
+    assert "[REDACTED:email]" in seen
+    assert max(gaps) < 2.0, f"the loop was held for {max(gaps) * 1000:.0f} ms"
+
+
+@pytest.mark.anyio
+async def test_an_abort_sent_around_a_heavy_redaction_lands_promptly() -> None:
+    """An abort sent from another thread as the tool finishes (so before, during or just after
+    the redaction pass) ends the run within that one pass; the model never answers again, so
+    nothing but the abort can end it."""
+    scripted = ScriptedStream([reply_tool_calls(("dump", {}))])
+
+    async def answer_once(
+        model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        if scripted.calls:
+            await anyio.sleep_forever()  # the second answer never comes: only an abort ends this
+        events = cast(
+            "AsyncGenerator[AssistantMessageEvent, None]", scripted(model, context, options)
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    agent = Agent(
+        model=MODEL,
+        stream_fn=answer_once,
+        tools=[Recorder("dump", reply=HEAVY)],
+        post_turn_policies=[PiiRedactor()],
+    )
+    sent: list[float] = []
+
+    def abort_from_a_thread() -> None:
+        sent.append(time.monotonic())
+        agent.abort_threadsafe()
 
     def on_event(event: object) -> None:
         if type(event) is ToolExecutionEnd:
-            aborted_at.append(anyio.current_time())
-            agent.abort()
-
-    async def heartbeat() -> None:
-        last = anyio.current_time()
-        while not done.is_set():
-            await anyio.sleep(0.01)
-            now = anyio.current_time()
-            gaps.append(now - last)
-            last = now
+            threading.Thread(target=abort_from_a_thread).start()
 
     agent.subscribe(on_event)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(heartbeat)
-        with anyio.fail_after(60):
-            result = await agent.prompt("go")
-        ended_at = anyio.current_time()
-        done.set()
-    assert heavy.ran == [{}]
-    assert result.stop_reason is StopReason.ABORTED, result
-    assert ended_at - aborted_at[0] < 2.0
-    assert max(gaps) < 2.0, f"the loop was blocked for {max(gaps) * 1000:.0f} ms"
+    with anyio.fail_after(60):
+        result = await agent.prompt("go")
+        await anyio.to_thread.run_sync(lambda: None)  # the thread has sent its abort
+    ended = time.monotonic()
+    assert result.stop_reason is StopReason.ABORTED
+    assert ended - sent[0] < 2.0

@@ -182,7 +182,7 @@ def test_schema_format_marks_paths(root: Path) -> None:
                     "type": "object",
                     "properties": {"log": {"type": "string", "format": "path"}},
                 },
-                "note": {"type": "string"},
+                "note": {"type": "string", "format": "not-path"},
             },
         },
     )
@@ -220,14 +220,17 @@ def test_pinning_nested_values_copies_containers(root: Path) -> None:
     assert arguments == {"edits": [{"file": "a"}, {"file": "sub/b"}]}  # never mutated
 
 
-def test_names_are_guessed_unless_disabled(root: Path) -> None:
+def test_names_are_guessed_for_pinning_unless_disabled(root: Path) -> None:
     tool = SchemaTool(
         "w",
         {"type": "object", "properties": {"output_file": {"type": "string"}, "n": {}}},
     )
     assert isinstance(check(Sandbox([root]), "/etc/x", tool=tool, key="output_file"), Skip)
+    assert isinstance(check(Sandbox([root]), "x", tool=tool, key="output_file"), Rewrite)
+    # Without guessing, such an argument is still checked (every string is), but not pinned.
     off = Sandbox([root], guess_from_names=False)
-    assert isinstance(check(off, "/etc/x", tool=tool, key="output_file"), Allow)
+    assert isinstance(check(off, "/etc/x", tool=tool, key="output_file"), Skip)
+    assert isinstance(check(off, "x", tool=tool, key="output_file"), Allow)
 
 
 def test_non_string_values_and_non_dict_arguments_are_ignored(root: Path) -> None:

@@ -1,0 +1,71 @@
+"""agentloop_mcp: tools from Model Context Protocol servers, supervised like every other child task.
+
+=========================  ===========================================================
+name                       what it is
+=========================  ===========================================================
+``StdioServer``            a server run as a subprocess (environment allow-listed)
+``HttpServer``             a server reached over streamable HTTP (headers, auth)
+``open_toolset``           ``async with open_toolset(spec) as toolset``: one server
+``open_group``             ``async with open_group() as group``: ``await group.connect``
+``McpToolset``             one server's tools; pass it to ``Agent(toolsets=[...])``
+``McpTool``                one of them, an ``agentloop.AgentTool``
+``RestartPolicy``          how a crashed server is restarted (capped back-off)
+``McpEvent``               what ``on_event`` is told: connected, crashed, restart failed,
+                           tools changed, closed
+``serve``, ``build_server``  agentloop tools offered to other MCP clients
+=========================  ===========================================================
+
+Built on the official ``mcp`` SDK; imports ``agentloop`` and nothing else of this project.
+Runs on asyncio and trio (``serve`` over HTTP needs asyncio, for uvicorn).
+"""
+
+from ._config import (
+    HttpServer as HttpServer,
+    RestartPolicy as RestartPolicy,
+    ServerSpec as ServerSpec,
+    StdioServer as StdioServer,
+)
+from ._errors import (
+    ConnectFailed as ConnectFailed,
+    McpError as McpError,
+    ToolsetClosed as ToolsetClosed,
+)
+from ._events import (
+    McpEvent as McpEvent,
+    ServerClosed as ServerClosed,
+    ServerConnected as ServerConnected,
+    ServerCrashed as ServerCrashed,
+    ServerRestartFailed as ServerRestartFailed,
+    ToolsChanged as ToolsChanged,
+)
+from ._group import (
+    ToolsetGroup as ToolsetGroup,
+    open_group as open_group,
+    open_toolset as open_toolset,
+)
+from ._serve import build_server as build_server, serve as serve
+from ._tool import McpTool as McpTool
+from ._toolset import McpToolset as McpToolset
+
+__all__ = [
+    "ConnectFailed",
+    "HttpServer",
+    "McpError",
+    "McpEvent",
+    "McpTool",
+    "McpToolset",
+    "RestartPolicy",
+    "ServerClosed",
+    "ServerConnected",
+    "ServerCrashed",
+    "ServerRestartFailed",
+    "ServerSpec",
+    "StdioServer",
+    "ToolsChanged",
+    "ToolsetClosed",
+    "ToolsetGroup",
+    "build_server",
+    "open_group",
+    "open_toolset",
+    "serve",
+]

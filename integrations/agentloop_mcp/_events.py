@@ -1,0 +1,71 @@
+"""What happens to a server connection, told to the ``on_event`` callback.
+
+A toolset reports its connection's life here because much of it happens outside any tool call
+(a server dies between turns, or while no agent runs at all), where no agent event stream could
+carry it. A crash during a call is told twice: here, and in that call's error result, whose
+``details`` hold the reason, so the agent's own events show it too.
+
+The callback is called on the event loop's thread; it must not block. An exception it raises is
+logged and ignored. Every event is also logged on the ``agentloop_mcp`` logger.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import msgspec
+
+__all__ = [
+    "McpEvent",
+    "ServerClosed",
+    "ServerConnected",
+    "ServerCrashed",
+    "ServerRestartFailed",
+    "ToolsChanged",
+]
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    server: str
+
+
+class ServerConnected(_Event, frozen=True, kw_only=True, tag="server_connected"):
+    """A connection is up and its tools are listed; ``restarts`` is 0 for the first one."""
+
+    restarts: int
+    protocol_version: str
+    tools: int
+
+
+class ServerCrashed(_Event, frozen=True, kw_only=True, tag="server_crashed"):
+    """The connection was lost (the process exited, the HTTP connection broke).
+
+    ``restart_in`` is the wait before the restart, ``None`` when there will be none.
+    """
+
+    reason: str
+    restart_in: float | None
+
+
+class ServerRestartFailed(_Event, frozen=True, kw_only=True, tag="server_restart_failed"):
+    """Restart number ``attempt`` (from 1) failed; ``retry_in`` is ``None`` after the last."""
+
+    reason: str
+    attempt: int
+    retry_in: float | None
+
+
+class ToolsChanged(_Event, frozen=True, kw_only=True, tag="tools_changed"):
+    """The server's tool list changed; names are those the model sees."""
+
+    added: list[str]
+    removed: list[str]
+
+
+class ServerClosed(_Event, frozen=True, kw_only=True, tag="server_closed"):
+    """The toolset was closed and its server stopped."""
+
+
+McpEvent: TypeAlias = (
+    ServerConnected | ServerCrashed | ServerRestartFailed | ToolsChanged | ServerClosed
+)

@@ -1,0 +1,288 @@
+"""The other direction: agentloop tools served to any MCP client.
+
+``build_server(tools)`` makes an MCP SDK low-level ``Server`` whose tools are the given
+``AgentTool``s; ``serve(tools)`` runs one over stdio (the default: a host starts this program)
+or streamable HTTP. Each tool keeps its name, label, description and JSON Schema; ``read_only``
+becomes the ``readOnlyHint`` annotation. Arguments are checked against the schema (or by the
+tool's ``validate_arguments``) before the tool runs, and a mismatch is an error result the
+client's model can read. A tool's progress updates become progress notifications, its result
+content MCP content blocks (text, images), its ``details`` the ``structuredContent`` (an object,
+or ``{"result": value}``), and an error result (or an exception) an ``isError`` result.
+
+A tool with ``requires_approval`` runs only if the ``approval`` callback approves the call
+(``ApprovedWith`` replaces its arguments); without a callback such tools are refused: nothing
+here can ask a human.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import anyio.from_thread
+import msgspec
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+
+from agentloop import (
+    AgentTool,
+    AgentToolResult,
+    ApprovalCallback,
+    ApprovedWith,
+    Image,
+    Rejected,
+    Text,
+    ToolArgumentError,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+__all__ = ["build_server", "serve"]
+
+log = logging.getLogger("agentloop_mcp.serve")
+
+_PROGRESS_BUFFER = 64
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _validator(tool: AgentTool) -> Callable[[Any], Any]:
+    custom = getattr(tool, "validate_arguments", None)
+    if custom is not None:
+        return custom  # type: ignore[no-any-return]
+    import fastjsonschema
+
+    compiled = fastjsonschema.compile(tool.parameters)
+
+    def validate(arguments: Any) -> Any:
+        try:
+            return compiled(arguments)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise ToolArgumentError(str(exc.message)) from None
+
+    return validate
+
+
+def to_mcp_result(result: AgentToolResult) -> types.CallToolResult:
+    """Translate an ``AgentToolResult`` into a ``CallToolResult``."""
+    content: list[Any] = []
+    for block in result.content:
+        if isinstance(block, Text):
+            content.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, Image) and block.data is not None:
+            content.append(
+                types.ImageContent(type="image", data=block.data, mime_type=block.media_type)
+            )
+        elif isinstance(block, Image) and block.url is not None:
+            content.append(types.TextContent(type="text", text=f"[image: {block.url}]"))
+    structured: dict[str, Any] | None = None
+    if result.details is not None:
+        try:
+            value = msgspec.to_builtins(result.details)
+        except (TypeError, ValueError):
+            value = None
+        if isinstance(value, dict):
+            structured = value
+        elif value is not None:
+            structured = {"result": value}
+    return types.CallToolResult(
+        content=content, structured_content=structured, is_error=result.is_error
+    )
+
+
+def _describe_tool(tool: AgentTool) -> types.Tool:
+    annotations = types.ToolAnnotations(read_only_hint=True) if tool.read_only else None
+    return types.Tool(
+        name=tool.name,
+        title=tool.label if tool.label and tool.label != tool.name else None,
+        description=tool.description or None,
+        input_schema=tool.parameters,
+        annotations=annotations,
+    )
+
+
+def build_server(
+    tools: Iterable[AgentTool],
+    *,
+    name: str = "agentloop",
+    version: str = "",
+    instructions: str | None = None,
+    approval: ApprovalCallback | None = None,
+) -> Server[Any]:
+    """An MCP low-level ``Server`` offering ``tools``.
+
+    Deploy it yourself (``server.streamable_http_app()`` is an ASGI app) or use ``serve``.
+
+    Args:
+        tools: the tools to offer; their names must be unique.
+        name: the server's name, reported to clients.
+        version: the server's version, reported to clients.
+        instructions: text a client may show its model about how to use the server.
+        approval: decides on calls to tools with ``requires_approval``.
+
+    Returns:
+        The server.
+
+    Raises:
+        ValueError: two tools have the same name.
+    """
+    by_name: dict[str, AgentTool] = {}
+    for tool in tools:
+        if tool.name in by_name:
+            raise ValueError(f"two tools are named {tool.name!r}")
+        by_name[tool.name] = tool
+    listing = types.ListToolsResult(tools=[_describe_tool(t) for t in by_name.values()])
+    validators = {tool_name: _validator(tool) for tool_name, tool in by_name.items()}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        tool = by_name.get(params.name)
+        if tool is None:
+            return _error(f"unknown tool {params.name!r}; available: {', '.join(by_name)}")
+        arguments: Any = params.arguments or {}
+        call_id = f"mcp-{ctx.request_id if ctx.request_id is not None else uuid.uuid4().hex}"
+        if tool.requires_approval:
+            if approval is None:
+                return _error(f"tool {tool.name!r} needs approval, and this server cannot ask")
+            call = ToolCall(id=call_id, name=tool.name, arguments=arguments)
+            try:
+                decision = await approval(call, tool)
+            except Exception as exc:
+                log.exception("approval callback raised for %s", tool.name)
+                return _error(f"tool call rejected: approval failed: {type(exc).__name__}")
+            if isinstance(decision, Rejected):
+                return _error(f"tool call rejected: {decision.reason}")
+            if isinstance(decision, ApprovedWith):
+                arguments = decision.arguments
+        try:
+            validated = validators[tool.name](arguments)
+        except ToolArgumentError as exc:
+            return _error(f"invalid arguments for tool {tool.name!r}: {exc}")
+        return await _run(ctx, tool, call_id, validated)
+
+    return Server(
+        name,
+        version=version,
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _run(
+    ctx: ServerRequestContext[Any], tool: AgentTool, call_id: str, arguments: Any
+) -> types.CallToolResult:
+    """Run one tool, forwarding its progress updates as they come."""
+    send, receive = anyio.create_memory_object_stream[str](_PROGRESS_BUFFER)
+    loop_thread = threading.get_ident()
+
+    def on_update(update: AgentToolResult | str) -> None:
+        text = (
+            update
+            if isinstance(update, str)
+            else "".join(b.text for b in update.content if isinstance(b, Text))
+        )
+        try:
+            if threading.get_ident() == loop_thread:
+                send.send_nowait(text)
+            else:
+                anyio.from_thread.run_sync(send.send_nowait, text)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # progress is best effort: a full buffer or a finished call drops it
+        except RuntimeError:
+            log.debug("progress from a thread anyio does not know was dropped")
+
+    async def forward() -> None:
+        step = 0
+        async with receive:
+            async for text in receive:
+                step += 1
+                await ctx.session.report_progress(step, None, text or None)
+
+    result: types.CallToolResult
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forward)
+        try:
+            with send:
+                outcome = await tool.execute(call_id, arguments, on_update)
+            result = to_mcp_result(outcome)
+        except Exception as exc:
+            log.warning("tool %s raised", tool.name, exc_info=True)
+            result = _error(f"tool {tool.name!r} failed: {type(exc).__name__}: {exc}")
+    return result
+
+
+async def serve(
+    tools: Iterable[AgentTool],
+    *,
+    transport: Literal["stdio", "streamable-http"] = "stdio",
+    name: str = "agentloop",
+    version: str = "",
+    instructions: str | None = None,
+    approval: ApprovalCallback | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``tools`` to MCP clients until cancelled (or, over stdio, until stdin closes).
+
+    Over stdio this process's stdout carries the protocol: log to stderr. Streamable HTTP runs
+    uvicorn, which needs the asyncio backend (``anyio.run(main)`` uses it by default).
+
+    Args:
+        tools: the tools to offer (see ``build_server``).
+        transport: ``"stdio"`` or ``"streamable-http"``.
+        name: the server's name, reported to clients.
+        version: the server's version.
+        instructions: text a client may show its model.
+        approval: decides on calls to tools with ``requires_approval``.
+        host: the address to listen on (HTTP).
+        port: the port to listen on (HTTP); 0 picks a free one.
+        path: the MCP endpoint's path (HTTP).
+        on_ready: called with the endpoint's URL once the HTTP server listens.
+
+    Raises:
+        ValueError: an unknown transport, or two tools with the same name.
+        OSError: the address cannot be listened on.
+    """
+    server = build_server(
+        tools, name=name, version=version, instructions=instructions, approval=approval
+    )
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return
+    if transport != "streamable-http":
+        raise ValueError(f"unknown transport {transport!r}")
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    with listener:
+        listener.bind((host, port))
+        listener.listen(128)
+        bound = listener.getsockname()[1]
+        config = uvicorn.Config(app, host=host, port=bound, log_level="warning")
+        if on_ready is not None:
+            shown = f"[{host}]" if family == socket.AF_INET6 else host
+            on_ready(f"http://{shown}:{bound}{path}")
+        await uvicorn.Server(config).serve(sockets=[listener])

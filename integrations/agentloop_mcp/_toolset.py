@@ -1,0 +1,528 @@
+"""A connection to one MCP server, kept by an owner task, offered to agents as a ``Toolset``.
+
+The SDK's client holds task groups and cancel scopes that must be entered and left by the same
+task. So one task owns each connection: it connects, lists the tools, watches for changes and
+for the end of the connection, reconnects after a crash, and disconnects, all inside a task
+group of ours (``ToolsetGroup``). Other tasks never enter or leave anything of the SDK's: a tool
+call sends its request through the owner's live client and waits for the answer, and closing
+only asks the owner to stop and waits until it has. So a toolset can be opened in one task and
+closed in another, several can be closed in any order, and cancelling from outside cancels the
+owners, whose exits stop their servers (shielded and bounded in the SDK).
+
+Crashes. When the server's messages end (its process exited, its HTTP stream broke) the owner
+marks the connection lost at once; calls in flight on it end as error results straight away,
+and the owner reconnects after the ``RestartPolicy``'s wait. A call made while the server is
+down waits for it at most ``connect_timeout`` seconds. A call in flight when the server crashed
+is not sent again, since the server may have done part of it, unless the tool is annotated
+read-only or idempotent: then it is retried once on the new connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+from mcp import Client, types
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.exceptions import MCPError
+
+from agentloop import AgentToolResult, Text
+
+from ._config import ServerSpec, server_name
+from ._errors import ConnectFailed
+from ._events import (
+    McpEvent,
+    ServerClosed,
+    ServerConnected,
+    ServerCrashed,
+    ServerRestartFailed,
+    ToolsChanged,
+)
+from ._tool import McpTool, build_tools, to_agent_result
+from ._transport import open_transport
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from anyio.abc import TaskStatus
+
+    from agentloop import OnUpdate
+
+__all__ = ["McpToolset", "State"]
+
+log = logging.getLogger("agentloop_mcp")
+
+State = Literal["connecting", "connected", "restarting", "failed", "closed"]
+
+_CLIENT_INFO = types.Implementation(name="agentloop", version="0.1")
+_MAX_PAGES = 100  # a paginating server that never ends cannot hang a listing
+_REFRESH_WAIT = 5.0  # how long a call waits for a tool list change it announced
+_LEVELS = {ServerCrashed: logging.WARNING, ServerRestartFailed: logging.WARNING}
+
+
+class _Lost:
+    """The connection a call was using went away; ``reason`` says how."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Connection:
+    """One live session with the server."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.ended = anyio.Event()
+        self.reason: str | None = None
+        self.calls: set[anyio.CancelScope] = set()
+        self.started = anyio.current_time()
+
+    @property
+    def lost(self) -> bool:
+        return self.reason is not None
+
+    def end(self, reason: str) -> None:
+        """Mark the connection finished (idempotent: the first reason is kept)."""
+        if self.reason is None:
+            self.reason = reason
+        self.ended.set()
+
+    def cancel_calls(self) -> None:
+        for scope in self.calls:
+            scope.cancel()
+
+
+class McpToolset:
+    """The tools of one MCP server; pass it to ``Agent(toolsets=[...])``.
+
+    Made by ``ToolsetGroup.connect`` or ``open_toolset``, never directly. ``get_tools()``
+    returns the current tools without waiting (the same tuple while nothing changed); the owner
+    task refreshes them when the server announces a change, so an agent sees the new set at its
+    next turn.
+
+    Attributes:
+        spec: how the server is reached.
+        name: the server's name (in events, errors and results).
+    """
+
+    def __init__(self, spec: ServerSpec, *, on_event: Callable[[McpEvent], None] | None) -> None:
+        self.spec = spec
+        self.name = server_name(spec)
+        self._connections = 0
+        self._connected_at = 0.0
+        self._on_event = on_event
+        self._tools: tuple[McpTool, ...] = ()
+        self._state: State = "connecting"
+        self._conn: _Connection | None = None
+        self._reason: str | None = None
+        self._changed = anyio.Event()
+        self._closing = False
+        self._finished = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._refresh_wanted = anyio.Event()
+        self._stale = False
+        self._refreshed = anyio.Event()
+        self._protocol_version = ""
+
+    # ------------------------------------------------------------------ public surface
+
+    @property
+    def state(self) -> State:
+        """``connecting``, ``connected``, ``restarting``, ``failed`` (gave up) or ``closed``."""
+        return self._state
+
+    @property
+    def protocol_version(self) -> str:
+        """The MCP protocol version of the current (or last) connection."""
+        return self._protocol_version
+
+    def get_tools(self) -> Sequence[McpTool]:
+        """The tools offered now (empty once closed)."""
+        return self._tools
+
+    async def aclose(self) -> None:
+        """Stop the server and wait until it has stopped; callable from any task.
+
+        Calls in flight end as error results. Closing twice is harmless.
+        """
+        self.request_close()
+        with anyio.CancelScope(shield=True):
+            await self._finished.wait()
+
+    def request_close(self) -> None:
+        """Ask the owner task to stop the server, without waiting."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._conn is not None:
+            self._conn.end(f"the toolset {self.name!r} was closed")
+        elif self._scope is not None:
+            self._scope.cancel()
+        self._notify_state()
+
+    def __repr__(self) -> str:
+        return f"<McpToolset {self.name} {self._state}, {len(self._tools)} tools>"
+
+    # ------------------------------------------------------------------ calls
+
+    async def call(self, tool: McpTool, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run ``tool`` on the server; every failure comes back as an error result."""
+        retries = 1 if tool.idempotent else 0
+        while True:
+            conn = await self._wait_connected()
+            if conn is None:
+                return self._unavailable(tool)
+            outcome = await self._call_once(conn, tool, arguments, on_update)
+            if not isinstance(outcome, _Lost):
+                return outcome
+            if retries == 0 or self._closing:
+                return AgentToolResult.error(
+                    f"MCP server {self.name!r} failed during the call to {tool.mcp_name!r} "
+                    f"({outcome.reason}); the call was not repeated",
+                    details={"server": self.name, "tool": tool.mcp_name, "crash": outcome.reason},
+                )
+            retries -= 1
+            on_update(
+                AgentToolResult(
+                    content=[
+                        Text(
+                            text=f"MCP server {self.name!r} failed ({outcome.reason}); the "
+                            f"{'read-only' if tool.read_only else 'idempotent'} call is "
+                            "repeated once the server is back"
+                        )
+                    ],
+                    details={"server": self.name, "crash": outcome.reason, "retrying": True},
+                )
+            )
+
+    async def _call_once(
+        self, conn: _Connection, tool: McpTool, arguments: Any, on_update: OnUpdate
+    ) -> AgentToolResult | _Lost:
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
+            details = {"progress": progress, "total": total, "message": message}
+            on_update(AgentToolResult(content=[Text(text=text)], details=details))
+
+        timeout = self.spec.call_timeout
+        with anyio.CancelScope() as scope:
+            conn.calls.add(scope)
+            try:
+                with anyio.fail_after(timeout if timeout is not None else math.inf):
+                    result = await conn.client.call_tool(
+                        tool.mcp_name, arguments, progress_callback=report
+                    )
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    conn.end("the connection closed")
+                    return _Lost(conn.reason or "the connection closed")
+                return AgentToolResult.error(
+                    f"MCP server {self.name!r} refused the call to {tool.mcp_name!r}: "
+                    f"{exc.message} (code {exc.code})",
+                    details={"server": self.name, "tool": tool.mcp_name, "code": exc.code},
+                )
+            except TimeoutError:
+                return AgentToolResult.error(
+                    f"MCP tool {tool.mcp_name!r} of server {self.name!r} timed out after "
+                    f"{timeout:g} s",
+                    details={"server": self.name, "tool": tool.mcp_name, "timeout": timeout},
+                )
+            except Exception as exc:
+                if conn.lost:
+                    return _Lost(conn.reason or "the connection was lost")
+                return AgentToolResult.error(
+                    f"MCP call to {tool.mcp_name!r} of server {self.name!r} failed: "
+                    f"{type(exc).__name__}: {exc}",
+                    details={"server": self.name, "tool": tool.mcp_name},
+                )
+            finally:
+                conn.calls.discard(scope)
+        if scope.cancelled_caught:
+            return _Lost(conn.reason or "the connection was lost")
+        if self._stale:
+            # The call announced a change of the tool list: let the next turn see it.
+            refreshed = self._refreshed
+            with anyio.move_on_after(_REFRESH_WAIT):
+                await refreshed.wait()
+        return to_agent_result(result, server=self.name, tool=tool.mcp_name)
+
+    async def _wait_connected(self) -> _Connection | None:
+        """The live connection, waiting up to ``connect_timeout`` for one; ``None`` if none."""
+        with anyio.move_on_after(self.spec.connect_timeout):
+            while True:
+                conn = self._conn
+                if conn is not None and not conn.lost:
+                    return conn
+                if self._state in ("failed", "closed") or self._closing:
+                    return None
+                await self._changed.wait()
+        return None
+
+    def _unavailable(self, tool: McpTool) -> AgentToolResult:
+        if self._closing or self._state == "closed":
+            why = "the toolset is closed"
+        elif self._state == "failed":
+            why = f"it stopped restarting after: {self._reason}"
+        else:
+            why = f"it did not come back within {self.spec.connect_timeout:g} s ({self._reason})"
+        return AgentToolResult.error(
+            f"MCP server {self.name!r} is unavailable for {tool.mcp_name!r}: {why}",
+            details={"server": self.name, "tool": tool.mcp_name, "unavailable": why},
+        )
+
+    # ------------------------------------------------------------------ the owner task
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The owner task: connect, serve, reconnect after losses, disconnect on close.
+
+        Reports started once the first connection is up.
+
+        Raises:
+            ConnectFailed: the first connection failed (raised before reporting started).
+        """
+        try:
+            connected, reason = await self._connection(task_status)
+            if not connected:
+                raise ConnectFailed(self.name, reason or "closed while connecting")
+            await self._supervise(reason)
+        finally:
+            self._conn = None
+            self._tools = ()
+            self._state = "closed"
+            self._notify_state()
+            self._finished.set()
+            if self._connections:
+                self._emit(ServerClosed(server=self.name))
+
+    async def _supervise(self, reason: str | None) -> None:
+        """After the first connection ended: restart as the policy says, until closed."""
+        policy = self.spec.restart
+        connected = True
+        attempt = 0  # restarts since the last connection that lasted
+        while not self._closing:
+            lived = anyio.current_time() - self._connected_at
+            if connected and policy is not None and lived >= policy.reset_after:
+                attempt = 0
+            give_up = policy is None or (
+                policy.max_attempts is not None and attempt >= policy.max_attempts
+            )
+            delay = None if policy is None or give_up else policy.delay(attempt)
+            why = reason or "unknown"
+            if connected:
+                self._emit(ServerCrashed(server=self.name, reason=why, restart_in=delay))
+            else:
+                self._emit(
+                    ServerRestartFailed(
+                        server=self.name, reason=why, attempt=attempt, retry_in=delay
+                    )
+                )
+            self._reason = why
+            if delay is None:
+                self._fail(why)
+                with anyio.CancelScope() as self._scope:
+                    await anyio.sleep_forever()
+                return
+            self._state = "restarting"
+            self._notify_state()
+            with anyio.CancelScope() as self._scope, anyio.move_on_after(delay):
+                await anyio.sleep_forever()
+            if self._closing:
+                return
+            attempt += 1
+            connected, reason = await self._connection(None)
+
+    def _fail(self, reason: str) -> None:
+        self._state = "failed"
+        self._tools = ()
+        self._notify_state()
+
+    async def _connection(self, task_status: TaskStatus[None] | None) -> tuple[bool, str | None]:
+        """Connect, serve until the connection ends, disconnect.
+
+        Returns whether it connected, and why it ended (or failed). Reports ``task_status``
+        started once connected. Raises nothing but cancellation.
+        """
+        conn: _Connection | None = None
+        timeout = self.spec.connect_timeout
+
+        def on_end() -> None:
+            if conn is not None:
+                conn.end("the server's message stream ended (the server exited)")
+
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+                self._scope = scope
+                if self._closing:
+                    scope.cancel()
+                client = Client(
+                    open_transport(self.spec, on_end),
+                    mode=self.spec.mode,
+                    cache=None,
+                    message_handler=self._on_message,
+                    client_info=_CLIENT_INFO,
+                )
+                async with client:
+                    listed = await self._list_tools(client)
+                    scope.deadline = math.inf
+                    conn = _Connection(client)
+                    self._install(conn, client, listed)
+                    if task_status is not None:
+                        task_status.started()
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._refresh_on_change, conn)
+                        if _uses_listen(client):
+                            tg.start_soon(self._listen, conn)
+                        await conn.ended.wait()
+                        tg.cancel_scope.cancel()
+                    # Calls in flight end now, not after the SDK's shutdown of the server.
+                    self._retire(conn)
+            if conn is None:
+                if self._closing:
+                    return False, "closed while connecting"
+                return False, f"timed out after {timeout:g} s"
+        except Exception as exc:
+            if conn is None:
+                return False, _describe(exc)
+            conn.end(_describe(exc))
+        finally:
+            self._scope = None
+            if conn is not None:
+                self._retire(conn)
+        return True, conn.reason
+
+    def _retire(self, conn: _Connection) -> None:
+        """Take a finished connection out of use and end the calls still waiting on it."""
+        conn.end("the connection was closed")
+        if self._conn is conn:
+            self._conn = None
+            self._notify_state()
+        conn.cancel_calls()
+        self._stale = False
+        self._refreshed.set()
+        self._refreshed = anyio.Event()
+
+    def _install(self, conn: _Connection, client: Client, listed: Sequence[types.Tool]) -> None:
+        self._protocol_version = client.protocol_version
+        self._set_tools(listed)
+        self._conn = conn
+        self._connected_at = conn.started
+        self._connections += 1
+        self._state = "connected"
+        self._reason = None
+        self._notify_state()
+        self._emit(
+            ServerConnected(
+                server=self.name,
+                restarts=self.restarts,
+                protocol_version=client.protocol_version,
+                tools=len(self._tools),
+            )
+        )
+
+    @property
+    def restarts(self) -> int:
+        """How many times the connection was re-established after a loss."""
+        return max(0, self._connections - 1)
+
+    def _set_tools(self, listed: Sequence[types.Tool]) -> None:
+        new = build_tools(self, self.spec, listed, self._tools)
+        if new == self._tools:
+            return
+        before = {t.name for t in self._tools}
+        after = {t.name for t in new}
+        self._tools = new
+        if self._connections:
+            self._emit(
+                ToolsChanged(
+                    server=self.name, added=sorted(after - before), removed=sorted(before - after)
+                )
+            )
+
+    async def _list_tools(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    # ------------------------------------------------------------------ tool list changes
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._stale = True
+            self._refresh_wanted.set()
+        await anyio.lowlevel.checkpoint()
+
+    async def _refresh_on_change(self, conn: _Connection) -> None:
+        while True:
+            await self._refresh_wanted.wait()
+            self._refresh_wanted = anyio.Event()
+            try:
+                listed = await self._list_tools(conn.client)
+            except Exception as exc:
+                log.warning("MCP server %s: listing the changed tools failed: %r", self.name, exc)
+                if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+                    conn.end("the connection closed")
+                    return
+                listed = None
+            if listed is not None:
+                self._set_tools(listed)
+            if not self._refresh_wanted.is_set():
+                self._stale = False
+                self._refreshed.set()
+                self._refreshed = anyio.Event()
+
+    async def _listen(self, conn: _Connection) -> None:
+        """Keep a change subscription open; its loss means the connection's."""
+        try:
+            async with conn.client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    self._stale = True
+                    self._refresh_wanted.set()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:
+            conn.end(f"the change subscription was lost ({_describe(exc)})")
+            return
+        # The server ended the subscription on purpose (shutting down, shedding load).
+        conn.end("the server ended the change subscription")
+
+    # ------------------------------------------------------------------ events
+
+    def _notify_state(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _emit(self, event: McpEvent) -> None:
+        log.log(_LEVELS.get(type(event), logging.INFO), "MCP %s", event)
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("the on_event callback raised for %r", event)
+
+
+def _uses_listen(client: Client) -> bool:
+    """Whether tool list changes come over a ``subscriptions/listen`` stream (2026-era)."""
+    tools = client.server_capabilities.tools
+    return bool(tools is not None and tools.list_changed and client.protocol_version >= "2026")
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line account of a failure, looking inside exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {exc.message}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
