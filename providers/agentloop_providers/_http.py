@@ -36,7 +36,8 @@ import anyio
 import httpx
 import msgspec
 
-from agentloop import Done, ErrorEvent, ErrorKind
+from agentloop import ErrorKind
+from agentloop.stream import Done, ErrorEvent
 
 from ._classify import classify_payload, classify_response, decode_body
 from ._frames import DEFAULT_MAX_EVENT_BYTES
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from types import TracebackType
 
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = [
     "FrameDecoder",

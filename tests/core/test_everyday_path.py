@@ -204,5 +204,5 @@ async def test_old_names_warn_and_still_work(tmp_path: Path) -> None:
     assert isinstance(resumed.session, SessionRecorder)
     assert resumed.messages == agent.messages
     with pytest.warns(DeprecationWarning, match="load_session"):
-        load = al.resume_session
+        load: Any = al.resume_session
     assert await load(store, sid) == agent.messages
