@@ -439,8 +439,19 @@ class Agent(
         """
         ensure_no_event_loop("prompt_sync", "prompt")
         call = functools.partial(self.prompt, input, images=images, output_type=output_type)
-        result: AgentResult[Any] = anyio.run(call, backend=backend)
+        result: AgentResult[Any] = anyio.run(self._on_own_loop, call, backend=backend)
         return result
+
+    async def _on_own_loop(self, call: Callable[[], Awaitable[U]]) -> U:
+        """Run ``call`` on an event loop of the blocking forms' own, then close what the
+        provider opened on it (an HTTP client belongs to the loop that opened it)."""
+        try:
+            return await call()
+        finally:
+            aclose = getattr(self.stream_fn, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(10, shield=True):
+                    await aclose()
 
     # ---------------------------------------------------------------- continuing
 
@@ -512,7 +523,9 @@ class Agent(
             AgentError: as ``continue_run``.
         """
         ensure_no_event_loop("continue_run_sync", "continue_run")
-        result: AgentResult[OutputT] = anyio.run(self.continue_run, backend=backend)
+        result: AgentResult[OutputT] = anyio.run(
+            self._on_own_loop, self.continue_run, backend=backend
+        )
         return result
 
     # ---------------------------------------------------------------- control
