@@ -2,44 +2,37 @@
 
 Runs under trio and asyncio (through anyio). Every tool call is a child task in its own cancel
 scope; abort and steering are prompt and exact; no task outlives its run.
+
+The top level holds what a user of ``Agent`` needs. The rest lives in public submodules:
+``agentloop.loop`` (the loop without ``Agent``), ``agentloop.stream`` (the provider protocol),
+``agentloop.policy``, ``agentloop.context``, ``agentloop.sessions``, ``agentloop.retry``,
+``agentloop.models`` (model strings), ``agentloop.abc`` (every plug-in protocol) and
+``agentloop.testing`` (fake providers).
 """
 
-from ._agent import Agent as Agent
-from ._checkpoint import Checkpoint as Checkpoint
+from . import abc, context, loop, models, policy, retry, sessions, stream
+from ._abc import AgentTool as AgentTool, Toolset as Toolset
+from ._agent import Agent as Agent, AgentInput as AgentInput, SystemPrompt as SystemPrompt
+from ._agent_checkpoint import Checkpoint as Checkpoint
+from ._agent_queues import QueueMode as QueueMode
 from ._codec import decode as decode, encode as encode
-from ._config import (
-    AgentLoopConfig as AgentLoopConfig,
-    TransformContext as TransformContext,
-    default_convert_to_llm as default_convert_to_llm,
-)
-from ._context import (
-    Compaction as Compaction,
-    EstimatingCounter as EstimatingCounter,
-    SlidingWindow as SlidingWindow,
-    SummarizingCompactor as SummarizingCompactor,
-    TokenCounter as TokenCounter,
-    compact_messages as compact_messages,
-    estimate_tokens as estimate_tokens,
-)
-from ._entry import (
-    EventStream as EventStream,
-    agent_loop as agent_loop,
-    agent_loop_continue as agent_loop_continue,
-    run_loop as run_loop,
-)
 from ._errors import (
     Aborted as Aborted,
     AgentError as AgentError,
     AlreadyRunning as AlreadyRunning,
     ContextWindowOverflow as ContextWindowOverflow,
+    ErrorKind as ErrorKind,
     HookFailed as HookFailed,
     InvalidContinue as InvalidContinue,
     ModelError as ModelError,
     ModelThrottled as ModelThrottled,
     NetworkError as NetworkError,
     NoMessages as NoMessages,
+    SessionNotFound as SessionNotFound,
     StreamError as StreamError,
     StructuredOutputFailed as StructuredOutputFailed,
+    ToolArgumentError as ToolArgumentError,
+    UnknownModel as UnknownModel,
 )
 from ._events import (
     AgentEnd as AgentEnd,
@@ -59,88 +52,23 @@ from ._events import (
     TurnEndReason as TurnEndReason,
     TurnStart as TurnStart,
 )
-from ._policy import (
-    ALLOW as ALLOW,
-    APPROVED as APPROVED,
-    CONTINUE as CONTINUE,
-    Allow as Allow,
-    ApprovalCallback as ApprovalCallback,
-    ApprovalDecision as ApprovalDecision,
-    Approved as Approved,
-    ApprovedWith as ApprovedWith,
-    Continue as Continue,
-    DispatchContext as DispatchContext,
-    DispatchVerdict as DispatchVerdict,
-    Inject as Inject,
-    MessagesView as MessagesView,
-    PolicyContext as PolicyContext,
-    PolicyVerdict as PolicyVerdict,
-    PostLoopPolicy as PostLoopPolicy,
-    PostTurnPolicy as PostTurnPolicy,
-    PreDispatchPolicy as PreDispatchPolicy,
-    PreTurnPolicy as PreTurnPolicy,
-    Rejected as Rejected,
-    Replace as Replace,
-    Rewrite as Rewrite,
-    Skip as Skip,
-    Stop as Stop,
-)
-from ._retry import (
-    ExponentialBackoff as ExponentialBackoff,
-    NoRetry as NoRetry,
-    RetryStrategy as RetryStrategy,
-)
-from ._sessions import (
-    JsonlSessionStore as JsonlSessionStore,
-    SessionInfo as SessionInfo,
-    SessionNotFound as SessionNotFound,
-    SessionRecorder as SessionRecorder,
-    SessionStore as SessionStore,
-    SqliteSessionStore as SqliteSessionStore,
-    repair_history as repair_history,
-    resume as resume_session,
-)
-from ._stream import (
-    Accumulator as Accumulator,
-    AssistantMessageEvent as AssistantMessageEvent,
-    Done as Done,
-    ErrorEvent as ErrorEvent,
-    ExtensionBlock as ExtensionBlock,
-    StreamFn as StreamFn,
-    StreamStart as StreamStart,
-    TextDelta as TextDelta,
-    TextEnd as TextEnd,
-    TextStart as TextStart,
-    ThinkingDelta as ThinkingDelta,
-    ThinkingEnd as ThinkingEnd,
-    ThinkingStart as ThinkingStart,
-    ToolCallDelta as ToolCallDelta,
-    ToolCallEnd as ToolCallEnd,
-    ToolCallStart as ToolCallStart,
-)
+from ._public import publish as _publish
 from ._tools import (
-    AgentTool as AgentTool,
     FunctionTool as FunctionTool,
-    OnUpdate as OnUpdate,
     Tool as Tool,
-    ToolArgumentError as ToolArgumentError,
     ToolContext as ToolContext,
-    Toolset as Toolset,
     current_tool_context as current_tool_context,
     tool as tool,
 )
 from ._types import (
-    AgentContext as AgentContext,
     AgentMessage as AgentMessage,
     AgentResult as AgentResult,
     AssistantMessage as AssistantMessage,
     ContentBlock as ContentBlock,
     Cost as Cost,
     CustomMessage as CustomMessage,
-    ErrorKind as ErrorKind,
     Extension as Extension,
     Image as Image,
-    LlmContext as LlmContext,
     LlmMessage as LlmMessage,
     ModelSpec as ModelSpec,
     Pricing as Pricing,
@@ -152,145 +80,151 @@ from ._types import (
     ThinkingLevel as ThinkingLevel,
     ToolCall as ToolCall,
     ToolResultMessage as ToolResultMessage,
-    ToolSchema as ToolSchema,
     Usage as Usage,
     UserMessage as UserMessage,
     extract_text as extract_text,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = [
-    "ALLOW",
-    "APPROVED",
     "Aborted",
-    "Accumulator",
     "Agent",
-    "AgentContext",
     "AgentEnd",
     "AgentError",
     "AgentEvent",
-    "AgentLoopConfig",
+    "AgentInput",
     "AgentMessage",
     "AgentResult",
     "AgentStart",
     "AgentTool",
     "AgentToolResult",
-    "Allow",
     "AlreadyRunning",
-    "ApprovalCallback",
-    "ApprovalDecision",
-    "Approved",
-    "ApprovedWith",
     "AssistantMessage",
-    "AssistantMessageEvent",
-    "CONTINUE",
     "Checkpoint",
-    "Compaction",
     "ContentBlock",
     "ContextCompacted",
     "ContextWindowOverflow",
-    "Continue",
     "Cost",
     "CustomMessage",
-    "DispatchContext",
-    "DispatchVerdict",
-    "Done",
-    "ErrorEvent",
     "ErrorKind",
-    "EstimatingCounter",
-    "EventStream",
-    "ExponentialBackoff",
     "Extension",
-    "ExtensionBlock",
     "FunctionTool",
     "HookFailed",
     "Image",
-    "Inject",
     "InvalidContinue",
-    "JsonlSessionStore",
-    "LlmContext",
     "LlmMessage",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
-    "MessagesView",
     "ModelError",
     "ModelSpec",
     "ModelThrottled",
     "NetworkError",
     "NoMessages",
-    "NoRetry",
-    "OnUpdate",
-    "PolicyContext",
-    "PolicyVerdict",
-    "PostLoopPolicy",
-    "PostTurnPolicy",
-    "PreDispatchPolicy",
-    "PreTurnPolicy",
     "Pricing",
-    "Rejected",
-    "Replace",
-    "RetryStrategy",
-    "Rewrite",
-    "SessionInfo",
+    "QueueMode",
     "SessionNotFound",
-    "SessionRecorder",
-    "SessionStore",
     "SessionWriteFailed",
-    "Skip",
-    "SlidingWindow",
-    "SqliteSessionStore",
-    "Stop",
     "StopReason",
     "StreamError",
-    "StreamFn",
     "StreamOptions",
     "StreamRetry",
-    "StreamStart",
     "StructuredOutputFailed",
-    "SummarizingCompactor",
+    "SystemPrompt",
     "Text",
-    "TextDelta",
-    "TextEnd",
-    "TextStart",
     "Thinking",
     "ThinkingBudgets",
-    "ThinkingDelta",
-    "ThinkingEnd",
     "ThinkingLevel",
-    "ThinkingStart",
-    "TokenCounter",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
-    "ToolCallDelta",
-    "ToolCallEnd",
-    "ToolCallStart",
     "ToolContext",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
     "ToolResultMessage",
-    "ToolSchema",
     "Toolset",
-    "TransformContext",
     "TurnEnd",
     "TurnEndReason",
     "TurnStart",
+    "UnknownModel",
     "Usage",
     "UserMessage",
-    "agent_loop",
-    "agent_loop_continue",
-    "compact_messages",
+    "abc",
+    "context",
     "current_tool_context",
     "decode",
-    "default_convert_to_llm",
     "encode",
-    "estimate_tokens",
     "extract_text",
-    "repair_history",
-    "resume_session",
-    "run_loop",
+    "loop",
+    "models",
+    "policy",
+    "retry",
+    "sessions",
+    "stream",
     "tool",
 ]
+
+_publish(__name__, globals(), __all__, force=True)
+
+# Names that moved to a public submodule in 0.2, still reachable here for one release.
+_MOVED: dict[str, tuple[str, str]] = {
+    **{
+        name: ("loop", name)
+        for name in (
+            "AgentContext",
+            "AgentLoopConfig",
+            "EventStream",
+            "TransformContext",
+            "agent_loop",
+            "agent_loop_continue",
+            "default_convert_to_llm",
+            "run_loop",
+        )
+    },
+    **{
+        name: ("context", name)
+        for name in (
+            "Compaction",
+            "EstimatingCounter",
+            "SlidingWindow",
+            "SummarizingCompactor",
+            "TokenCounter",
+            "compact_messages",
+            "estimate_tokens",
+        )
+    },
+    **{name: ("policy", name) for name in policy.__all__},
+    **{name: ("retry", name) for name in retry.__all__},
+    **{
+        name: ("sessions", name)
+        for name in (
+            "JsonlSessionStore",
+            "SessionInfo",
+            "SessionRecorder",
+            "SessionStore",
+            "SqliteSessionStore",
+            "repair_history",
+        )
+    },
+    "resume_session": ("sessions", "load_session"),
+    **{name: ("stream", name) for name in stream.__all__},
+    "OnUpdate": ("abc", "OnUpdate"),
+}
+
+
+def __getattr__(name: str) -> object:
+    moved = _MOVED.get(name)
+    if moved is None:
+        raise AttributeError(f"module 'agentloop' has no attribute {name!r}")
+    module, new = moved
+    import warnings
+
+    warnings.warn(
+        f"agentloop.{name} moved to agentloop.{module}.{new}; the old name will be removed",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    value: object = getattr(globals()[module], new)
+    return value

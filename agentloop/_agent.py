@@ -1,48 +1,44 @@
 """``Agent``: the stateful API over the loop.
 
 An agent owns the system prompt, model, tools, history, the steering and follow-up queues and
-its subscribers, and runs one loop at a time. Every form of prompt (event stream, awaitable,
-blocking) goes through the same run, so they behave the same way.
+its subscribers, and runs one loop at a time. The class is assembled from one mixin per concern:
+queues (``_agent_queues``), subscribers (``_agent_subscribers``), runs (``_agent_run``),
+checkpoints (``_agent_checkpoint``) and the names kept for one release (``_agent_compat``);
+typed output lives in ``_output``.
 """
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 import anyio
 import anyio.lowlevel
 import msgspec
 
-from ._checkpoint import Checkpoint
+from ._agent_checkpoint import AgentCheckpoints, Checkpoint, PauseAtTurnEnd
+from ._agent_compat import AgentCompat
+from ._agent_queues import AgentQueues, QueueMode
+from ._agent_run import AgentRunner, AgentStream, ensure_no_event_loop
+from ._agent_subscribers import AgentSubscribers
 from ._config import AgentLoopConfig, default_convert_to_llm
-from ._entry import EventStream
 from ._errors import AlreadyRunning, InvalidContinue, NoMessages
-from ._events import (
-    ContextCompacted,
-    MessageEnd,
-    MessageUpdate,
-    SessionWriteFailed,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-)
-from ._history import History, is_failed_answer
-from ._loop import _Run
-from ._policy import CONTINUE, PolicyContext, PolicyVerdict, Stop
+from ._events import ContextCompacted
+from ._history import is_failed_answer
+from ._models import resolve_model, split_model_string
+from ._output import OutputSpec
 from ._retry import ExponentialBackoff
 from ._types import (
-    AgentContext,
     AgentMessage,
     AgentResult,
     AssistantMessage,
     Cost,
     Image,
     ModelSpec,
+    OutputT,
     StreamOptions,
     ThinkingLevel,
     Usage,
@@ -50,203 +46,106 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
-    from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
-    from ._context import Compaction
-    from ._events import AgentEvent
-    from ._policy import (
+    from ._abc import (
+        AgentTool,
         ApprovalCallback,
         PostLoopPolicy,
         PostTurnPolicy,
         PreDispatchPolicy,
         PreTurnPolicy,
+        RetryStrategy,
+        SessionStore,
+        StreamFn,
+        Toolset,
     )
-    from ._retry import RetryStrategy
-    from ._session_recorder import _Recording
-    from ._sessions import SessionRecorder, SessionStore
-    from ._stream import StreamFn
-    from ._tools import AgentTool, Toolset
+    from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
+    from ._context import Compaction
+    from ._session_recorder import SessionRecorder
 
-__all__ = ["PLAN_MODE_INSTRUCTION", "Agent", "AgentInput", "QueueMode"]
+__all__ = ["Agent", "AgentInput", "SystemPrompt"]
 
-log = logging.getLogger("agentloop")
-
-T = TypeVar("T")
-QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
+U = TypeVar("U")
 AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
-Subscriber: TypeAlias = Callable[["AgentEvent"], object]
-
-PLAN_MODE_INSTRUCTION = (
-    "You are in plan mode. Investigate with the read-only tools available, then answer with a "
-    "numbered plan of the changes you would make. Do not attempt to modify anything."
-)
+SystemPrompt: TypeAlias = str | Callable[[], str | Awaitable[str]]
 
 
-# The agents whose run the current task belongs to (a tool, a subscriber, the loop itself).
-_inside_runs: contextvars.ContextVar[tuple[Agent, ...]] = contextvars.ContextVar(
-    "agentloop_inside_runs", default=()
-)
-
-
-def _ensure_no_event_loop(what: str, async_form: str) -> None:
-    try:
-        anyio.get_current_task()
-    except Exception:
-        return
-    raise RuntimeError(
-        f"{what}() cannot be called from inside a running event loop; "
-        f"use the async form (await agent.{async_form}(...)) instead"
-    )
-
-
-class _PauseAtTurnEnd:
-    """Internal post-turn policy: stop the run at the end of a turn once a pause is asked."""
-
-    name = "pause"
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
-        return Stop(reason="paused") if self.agent._pause_requested else CONTINUE
-
-
-class _ReadOnlyTools:
-    """A toolset seen through plan mode: only its read-only tools."""
-
-    def __init__(self, toolset: Toolset) -> None:
-        self.toolset = toolset
-        self.name = getattr(toolset, "name", None) or type(toolset).__name__
-        self._source: Sequence[AgentTool] | None = None
-        self._tools: list[AgentTool] = []
-
-    def get_tools(self) -> Sequence[AgentTool]:
-        source = self.toolset.get_tools()
-        if source is not self._source:
-            self._source = source
-            self._tools = [t for t in source if getattr(t, "read_only", False)]
-        return self._tools
-
-
-class _AgentStream(EventStream):
-    """The event stream of an agent run; it releases the agent when the run ends.
-
-    The run is built on entering, once the agent is claimed: the prompts (for a continue, the
-    queued messages it takes) and the history are read only by the run that will use them, so
-    a stream refused with ``AlreadyRunning`` consumes nothing.
-    """
-
-    def __init__(self, agent: Agent, prompts: Callable[[], Sequence[AgentMessage]]) -> None:
-        self._agent = agent
-        self._make_prompts = prompts
-        self._entered = False
-        self._result: AgentResult | None = None
-        self._inside: contextvars.Token[tuple[Agent, ...]] | None = None
-        self._recording: _Recording | None = None
-        self._tg = None
-
-    _USAGE = "async with agent.stream(...) as events: async for event in events: ..."
-
-    async def __aenter__(self) -> Self:
-        if self._entered:
-            raise RuntimeError("an EventStream can be entered only once")
-        self._entered = True
-        agent = self._agent
-        scope = anyio.CancelScope()
-        agent._claim(scope, None)
-        try:
-            prompts = self._make_prompts()
-            context, config = agent._loop_input()
-            super().__init__(
-                prompts,
-                context,
-                config,
-                on_event=agent._dispatch,
-                cancel_scope=scope,
-                history=agent._history_for(config),
+def _resolve(model: str | ModelSpec, stream_fn: StreamFn | None) -> tuple[ModelSpec, StreamFn]:
+    if isinstance(model, ModelSpec):
+        if stream_fn is None:
+            raise TypeError(
+                "a ModelSpec needs a stream_fn; or name the model with a string such as "
+                "'anthropic:claude-sonnet-4-5' and the provider is found for you"
             )
-            agent._run = self.run
-            # The run's task copies the context it is started in, and the body of the
-            # ``async with`` consumes the run's events: both count as inside the run.
-            self._inside = _inside_runs.set((*_inside_runs.get(), agent))
-            if agent.session is not None:
-                # The recorder's drain task lives just outside the run's task group.
-                self._recording = agent.session.running()
-                await self._recording.__aenter__()
-            await super().__aenter__()
-        except BaseException:
-            await self._stop_recording()
-            self._leave()
-            agent._release(None)
-            raise
-        return self
-
-    async def _stop_recording(self) -> None:
-        recording, self._recording = self._recording, None
-        if recording is not None:
-            await recording.__aexit__(None, None, None)
-            if self._result is not None:
-                self._result = self._agent._session_report(self._result, recording)
-
-    def _leave(self) -> None:
-        token, self._inside = self._inside, None
-        if token is not None:
-            _inside_runs.reset(token)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
+        return model, stream_fn
+    if stream_fn is not None:
         try:
-            try:
-                return await super().__aexit__(exc_type, exc, tb)
-            finally:
-                await self._stop_recording()
-        finally:
-            self._leave()
-            # Left early, the run was cancelled: what it committed still counts.
-            result = self._result if self._result is not None else self.run.result()
-            self._agent._release(result)
+            return resolve_model(model).spec, stream_fn
+        except LookupError:
+            provider, model_id = split_model_string(model)
+            return ModelSpec(provider=provider, model_id=model_id), stream_fn
+    resolved = resolve_model(model)
+    return resolved.spec, resolved.stream_fn
 
 
-class Agent:
+class Agent(
+    AgentQueues, AgentSubscribers, AgentCheckpoints, AgentRunner, AgentCompat, Generic[OutputT]
+):
     """A stateful agent: history, tools, queues and subscribers around the loop.
 
     Args:
-        model: the model to call.
-        stream_fn: the provider.
-        system_prompt: the system prompt.
+        model: a model string ``"provider:model-id"`` (the provider, the model's spec and its
+            API key from the provider's usual environment variable are found for you), or a
+            ``ModelSpec`` with an explicit ``stream_fn``.
+        stream_fn: the provider; needed with a ``ModelSpec``, optional with a model string.
+        system_prompt: the system prompt, or a callable (sync or async) computing it once per
+            turn.
         tools: the tools the model may call.
+        toolsets: sources of tools that can change while the agent runs (an MCP server, say);
+            their current tools are read at the start of every turn.
         messages: an initial history.
+        deps: what the tools reach as ``ToolContext.deps`` (clients, connections, settings).
+        output_type: answer with a value of this type instead of text (a msgspec Struct, a
+            dataclass, a TypedDict, a plain type, or a JSON Schema dict): ``result.output`` is
+            typed accordingly. Each prompt may ask for another with its own ``output_type``.
+        output_retries: how many more times invalid output is sent back to the model.
         stream_options: per-call options for the provider.
-        convert_to_llm, transform_context, async_transform_context: as in
-            ``AgentLoopConfig``.
-        steering_mode, follow_up_mode: deliver queued messages ``"one_at_a_time"`` (default)
-            or ``"all"`` at once.
+        convert_to_llm: maps each message to what the model sees (``AgentLoopConfig``).
+        transform_context: shapes each request's messages (a ``SlidingWindow``, say).
+        async_transform_context: the same, asynchronous; runs first.
+        steering_mode: deliver queued steering ``"one_at_a_time"`` (default) or ``"all"``.
+        follow_up_mode: the same for follow-ups.
         get_api_key: resolves the API key before every model call.
         retry_strategy: retries of failed model calls (default: ``ExponentialBackoff()``).
-        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies,
-        approval: see ``agentloop._policy``.
-        tool_execution, max_concurrent_tools, tool_timeout: how tool batches run.
+        pre_turn_policies: checked before each model call (see ``agentloop.policy``).
+        pre_dispatch_policies: checked for each tool call before it runs.
+        post_turn_policies: checked at the end of each turn.
+        post_loop_policies: checked when the run would end.
+        approval: asked about each tool call that passed the pre-dispatch policies.
+        tool_execution: ``"concurrent"`` (default), ``"sequential"`` or a partition function.
+        max_concurrent_tools: at most this many tools run at once.
+        tool_timeout: seconds a tool call may take before it ends as an error.
         session: a ``SessionRecorder``: every committed message is appended to its store as
-            the run goes (see ``Agent.resume``).
-        toolsets: sources of tools that can change while the agent runs (an MCP server,
-            say); their current tools are read at the start of every turn.
+            the run goes (see ``Agent.from_session``).
         on_message: called with every message committed to the history (e.g. to persist it);
             one that raises is logged and the run goes on.
+
+    Raises:
+        UnknownModel: a model string no installed provider resolves.
+        TypeError: a ``ModelSpec`` without a ``stream_fn``.
     """
 
     def __init__(
         self,
         *,
-        model: ModelSpec,
-        stream_fn: StreamFn,
-        system_prompt: str = "",
+        model: str | ModelSpec,
+        stream_fn: StreamFn | None = None,
+        system_prompt: SystemPrompt = "",
         tools: Iterable[AgentTool] = (),
+        toolsets: Iterable[Toolset] = (),
         messages: Iterable[AgentMessage] = (),
+        deps: Any = None,
+        output_type: type[OutputT] | dict[str, Any] | None = None,
+        output_retries: int = 2,
         stream_options: StreamOptions | None = None,
         convert_to_llm: ConvertToLlm = default_convert_to_llm,
         transform_context: Transform | None = None,
@@ -265,10 +164,13 @@ class Agent:
         tool_timeout: float | None = None,
         on_message: Callable[[AgentMessage], object] | None = None,
         session: SessionRecorder | None = None,
-        toolsets: Iterable[Toolset] = (),
     ) -> None:
-        self.stream_fn = stream_fn
+        spec, provider = _resolve(model, stream_fn)
+        self.stream_fn: StreamFn = provider
         self.stream_options = stream_options or StreamOptions()
+        self.deps = deps
+        self.output_type = output_type
+        self.output_retries = output_retries
         self.convert_to_llm = convert_to_llm
         self.transform_context = transform_context
         self.async_transform_context = async_transform_context
@@ -287,28 +189,29 @@ class Agent:
         self.on_message = on_message
         self.session = session
         self.toolsets: list[Toolset] = list(toolsets)
-        self._initial = (system_prompt, model, tuple(tools), tuple(messages))
+        self._initial = (system_prompt, spec, provider, tuple(tools), tuple(messages))
         self._lock = threading.Lock()
-        self._subscribers: dict[int, Subscriber] = {}
-        self._subscriber_list: tuple[tuple[int, Subscriber], ...] = ()
+        self._subscribers = {}
+        self._subscriber_list = ()
         self._next_handle = 0
         self._running = False
-        self._idle: anyio.Event | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._token: anyio.lowlevel.EventLoopToken | None = None
-        self._loop_thread: int | None = None
-        self._run: _Run | None = None
+        self._idle = None
+        self._scope = None
+        self._token = None
+        self._loop_thread = None
+        self._run = None
         self._pause_requested = False
-        self._pauser = _PauseAtTurnEnd(self)
+        self._pauser = PauseAtTurnEnd(self)
         self._set_initial_state()
 
     def _set_initial_state(self) -> None:
-        system_prompt, model, tools, messages = self._initial
-        self.system_prompt: str = system_prompt
+        system_prompt, model, stream_fn, tools, messages = self._initial
+        self.system_prompt: SystemPrompt = system_prompt
         self.model: ModelSpec = model
+        self.stream_fn = stream_fn
         self._tools: dict[str, AgentTool] = {t.name: t for t in tools}
         self._messages: list[AgentMessage] = list(messages)
-        self._history: History | None = None
+        self._history = None
         self._steering: deque[AgentMessage] = deque()
         self._follow_up: deque[AgentMessage] = deque()
         self.running_tool_calls: set[str] = set()
@@ -340,15 +243,23 @@ class Agent:
         acc = run.acc if run is not None else None
         return acc.snapshot() if acc is not None else None
 
-    def set_system_prompt(self, prompt: str) -> None:
+    def set_system_prompt(self, prompt: SystemPrompt) -> None:
         self.system_prompt = prompt
 
-    def set_model(self, model: ModelSpec) -> None:
-        self.model = model
+    def set_model(self, model: str | ModelSpec) -> None:
+        """Use another model: a ``ModelSpec`` (same provider object), or a model string (its
+        provider too).
+
+        Raises:
+            UnknownModel: a model string no installed provider resolves.
+        """
+        if isinstance(model, str):
+            resolved = resolve_model(model)
+            self.model, self.stream_fn = resolved.spec, resolved.stream_fn
+        else:
+            self.model = model
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
-        import msgspec
-
         self.model = msgspec.structs.replace(self.model, thinking_level=level)
 
     def set_tools(self, tools: Iterable[AgentTool]) -> None:
@@ -376,146 +287,23 @@ class Agent:
         self._messages = []
         self._history = None
 
-    def _history_for(self, config: AgentLoopConfig) -> History:
-        """The history the next run commits to: kept across runs, rebuilt only when the
-        converter or the transformers changed, so a prompt never walks the conversation."""
-        incremental = config.transform_context is None and config.async_transform_context is None
-        history = self._history
-        if history is None or not history.fits(config.convert_to_llm, incremental):
-            history = self._history = History(
-                self._messages, convert=config.convert_to_llm, incremental=incremental
-            )
-        return history
-
     def set_plan_mode(self, enabled: bool) -> None:
         """Plan mode offers the model only read-only tools and asks it for a plan."""
         self.plan_mode = enabled
 
-    # ---------------------------------------------------------------- queues
+    # ---------------------------------------------------------------- the loop's configuration
 
-    @staticmethod
-    def _as_message(message: str | AgentMessage) -> AgentMessage:
-        return UserMessage.text(message) if isinstance(message, str) else message
-
-    def steer(self, message: str | AgentMessage) -> None:
-        """Queue a steering message: it interrupts the running tool batch.
-
-        Safe from any task, and from any thread.
-        """
-        with self._lock:
-            self._steering.append(self._as_message(message))
-
-    def follow_up(self, message: str | AgentMessage) -> None:
-        """Queue a message for when the agent would otherwise stop. Safe from any thread."""
-        with self._lock:
-            self._follow_up.append(self._as_message(message))
-
-    def clear_steering(self) -> None:
-        with self._lock:
-            self._steering.clear()
-
-    def clear_follow_up(self) -> None:
-        with self._lock:
-            self._follow_up.clear()
-
-    def clear_queues(self) -> None:
-        with self._lock:
-            self._steering.clear()
-            self._follow_up.clear()
-
-    def has_queued_messages(self) -> bool:
-        return bool(self._steering or self._follow_up)
-
-    @property
-    def queued_steering(self) -> list[AgentMessage]:
-        return list(self._steering)
-
-    @property
-    def queued_follow_up(self) -> list[AgentMessage]:
-        return list(self._follow_up)
-
-    def _take(self, queue: deque[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
-        with self._lock:
-            if not queue:
-                return []
-            if mode == "all":
-                taken = list(queue)
-                queue.clear()
-                return taken
-            return [queue.popleft()]
-
-    async def _poll_steering(self) -> list[AgentMessage]:
-        # A run being cancelled must not take a message it will never send.
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        return self._take(self._steering, self.steering_mode)
-
-    async def _poll_follow_up(self) -> list[AgentMessage]:
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        return self._take(self._follow_up, self.follow_up_mode)
-
-    # ---------------------------------------------------------------- observation
-
-    def subscribe(self, callback: Subscriber) -> int:
-        """Call ``callback(event)`` for every event, synchronously; returns a handle.
-
-        A callback that raises is removed and reported; the run goes on.
-        """
-        handle = self._next_handle
-        self._next_handle += 1
-        self._subscribers[handle] = callback
-        self._subscriber_list = tuple(self._subscribers.items())
-        return handle
-
-    def unsubscribe(self, handle: int) -> bool:
-        """Remove a subscriber; within a callback it takes effect after the current event."""
-        found = self._subscribers.pop(handle, None) is not None
-        self._subscriber_list = tuple(self._subscribers.items())
-        return found
-
-    def _dispatch(self, event: AgentEvent) -> None:
-        cls = type(event)
-        if cls is not MessageUpdate:
-            if cls is MessageEnd:
-                assert isinstance(event, MessageEnd)
-                message = event.message  # already in the history: the run committed it
-                if type(message) is AssistantMessage and message.error_message:
-                    self.last_error = message.error_message
-                if self.session is not None:
-                    self.session.record(message)
-                if self.on_message is not None:
-                    try:
-                        self.on_message(message)
-                    except Exception:
-                        # The loop's events must not fail half-dispatched; the hook stays.
-                        log.exception("on_message hook %r raised", self.on_message)
-            elif cls is ToolExecutionStart:
-                assert isinstance(event, ToolExecutionStart)
-                self.running_tool_calls.add(event.call_id)
-            elif cls is ToolExecutionEnd:
-                assert isinstance(event, ToolExecutionEnd)
-                self.running_tool_calls.discard(event.call_id)
-        for handle, callback in self._subscriber_list:
-            try:
-                callback(event)
-            except Exception:
-                log.exception("subscriber %r raised; it is unsubscribed", callback)
-                self.unsubscribe(handle)
-
-    # ---------------------------------------------------------------- running
-
-    def _loop_input(self) -> tuple[AgentContext, AgentLoopConfig]:
-        tools = list(self._tools.values())
-        toolsets: list[Toolset] = list(self.toolsets)
-        system_prompt = self.system_prompt
-        if self.plan_mode:
-            tools = [t for t in tools if getattr(t, "read_only", False)]
-            toolsets = [_ReadOnlyTools(t) for t in toolsets]
-            system_prompt = (
-                f"{system_prompt}\n\n{PLAN_MODE_INSTRUCTION}"
-                if system_prompt
-                else PLAN_MODE_INSTRUCTION
-            )
-        config = AgentLoopConfig(
+    def _config(
+        self,
+        *,
+        tools: Sequence[AgentTool],
+        toolsets: Sequence[Toolset],
+        system_prompt: Callable[[], str | Awaitable[str]] | None,
+        extra_post_turn: Sequence[PostTurnPolicy],
+        extra_post_loop: Sequence[PostLoopPolicy],
+        turn_options: Any,
+    ) -> AgentLoopConfig:
+        return AgentLoopConfig(
             model=self.model,
             stream_fn=self.stream_fn,
             stream_options=self.stream_options,
@@ -529,93 +317,143 @@ class Agent:
             get_follow_up_messages=self._poll_follow_up,
             pre_turn_policies=self.pre_turn_policies,
             pre_dispatch_policies=self.pre_dispatch_policies,
-            post_turn_policies=[*self.post_turn_policies, self._pauser],
-            post_loop_policies=self.post_loop_policies,
+            post_turn_policies=[*self.post_turn_policies, *extra_post_turn, self._pauser],
+            post_loop_policies=[*self.post_loop_policies, *extra_post_loop],
             approval=self.approval,
             tool_execution=self.tool_execution,
             max_concurrent_tools=self.max_concurrent_tools,
             tool_timeout=self.tool_timeout,
+            system_prompt=system_prompt,
             toolsets=toolsets,
+            deps=self.deps,
+            turn_options=turn_options,
         )
-        # The loop copies the message list it is given; the agent's history grows from events.
-        context = AgentContext(system_prompt=system_prompt, messages=self._messages, tools=tools)
-        return context, config
 
-    def _claim(self, scope: anyio.CancelScope, run: _Run | None) -> None:
-        # Check-and-set with no await in between, under the lock: two callers (tasks or
-        # threads) can never both start.
-        with self._lock:
-            if self._running:
-                raise AlreadyRunning("the agent is already running")
-            self._running = True
-        self._idle = anyio.Event()
-        self._scope = scope
-        self._run = run
-        self._token = anyio.lowlevel.current_token()
-        self._loop_thread = threading.get_ident()
+    def _output_spec(self, output_type: Any) -> OutputSpec[Any] | None:
+        wanted = self.output_type if output_type is None else output_type
+        if wanted is None or wanted is str:
+            return None  # plain text: the final answer's text is the output
+        return OutputSpec(wanted, max_retries=self.output_retries)
 
-    def _release(self, result: AgentResult | None) -> None:
-        if result is not None:
-            self.usage = self.usage + result.usage
-            self.cost = self.cost + result.cost
-            if result.error:
-                self.last_error = result.error
-        self._scope = None
-        self._run = None
-        self._token = None
-        self._loop_thread = None
-        self._pause_requested = False
-        self.running_tool_calls.clear()
-        idle, self._idle = self._idle, None
-        with self._lock:
-            self._running = False
-        if idle is not None:
-            idle.set()
-
-    async def _execute(self, prompts: Sequence[AgentMessage]) -> AgentResult:
-        scope = anyio.CancelScope()
-        context, config = self._loop_input()
-        run = _Run(
-            context, config, self._dispatch, cancel_scope=scope, history=self._history_for(config)
-        )
-        self._claim(scope, run)
-        result: AgentResult | None = None
-        token = _inside_runs.set((*_inside_runs.get(), self))
-        try:
-            if self.session is None:
-                result = await run.run(prompts)
-            else:
-                recording = self.session.running()
-                async with recording:
-                    result = await run.run(prompts)
-                result = self._session_report(result, recording)
-            return result
-        finally:
-            _inside_runs.reset(token)
-            self._release(result if result is not None else run.result())
-
-    def _session_report(self, result: AgentResult, recording: _Recording) -> AgentResult:
-        """``result`` with what the session store did not take, told to the subscribers."""
-        unsaved = recording.unstored + recording.skipped
-        if not unsaved:
-            return result
-        error = recording.error
-        text = f"{type(error).__name__}: {error}" if error is not None else "not stored"
-        self._dispatch(
-            SessionWriteFailed(error=text, unstored=recording.unstored, skipped=recording.skipped)
-        )
-        return msgspec.structs.replace(result, unsaved_messages=unsaved, session_error=text)
+    # ---------------------------------------------------------------- prompting
 
     @staticmethod
     def _prompts(input: AgentInput, images: Sequence[Image] | None) -> list[AgentMessage]:  # noqa: A002
         if isinstance(input, str):
-            return [UserMessage.text(input, images=list(images) if images else None)]
+            return [UserMessage.from_text(input, images=list(images) if images else None)]
         if images:
             raise TypeError("images can only be given with a text prompt")
         if isinstance(input, list | tuple):
             return list(input)
         assert not isinstance(input, Sequence)
         return [input]
+
+    @overload
+    def stream(
+        self, input: AgentInput, *, images: Sequence[Image] | None = None
+    ) -> AgentStream[OutputT]: ...
+    @overload
+    def stream(
+        self, input: AgentInput, *, images: Sequence[Image] | None = None, output_type: type[U]
+    ) -> AgentStream[U]: ...
+    def stream(
+        self,
+        input: AgentInput,  # noqa: A002
+        *,
+        images: Sequence[Image] | None = None,
+        output_type: Any = None,
+    ) -> AgentStream[Any]:
+        """Run a prompt; use as ``async with agent.stream("...") as events: async for ...``.
+
+        Raises:
+            AlreadyRunning: on entering, if a run is active.
+        """
+        prompts = self._prompts(input, images)
+        return AgentStream(self, lambda: prompts, self._output_spec(output_type))
+
+    @overload
+    async def prompt(
+        self, input: AgentInput, *, images: Sequence[Image] | None = None
+    ) -> AgentResult[OutputT]: ...
+    @overload
+    async def prompt(
+        self, input: AgentInput, *, images: Sequence[Image] | None = None, output_type: type[U]
+    ) -> AgentResult[U]: ...
+    async def prompt(
+        self,
+        input: AgentInput,  # noqa: A002
+        *,
+        images: Sequence[Image] | None = None,
+        output_type: Any = None,
+    ) -> AgentResult[Any]:
+        """Run a prompt (text, text with images, or messages) to the end.
+
+        Model and tool failures are data: the result's ``stop_reason`` says how the run ended.
+        With typed output (``output_type`` here or on the agent) the result's ``output`` is a
+        validated value of that type, or this raises.
+
+        With typed output, an exception below carries the run's result as ``.result``.
+
+        Raises:
+            AlreadyRunning: a run is active.
+            StructuredOutputFailed: typed output still invalid after the retries.
+            Aborted: typed output, and the run was aborted before it arrived.
+            ModelError: typed output, and the model failed first.
+            HookFailed: typed output, and a hook failed first.
+        """
+        spec = self._output_spec(output_type)
+        result = await self._execute(self._prompts(input, images), spec)
+        return result if spec is None else spec.finish(result)
+
+    @overload
+    def prompt_sync(
+        self,
+        input: AgentInput,
+        *,
+        images: Sequence[Image] | None = None,
+        backend: str = "asyncio",
+    ) -> AgentResult[OutputT]: ...
+    @overload
+    def prompt_sync(
+        self,
+        input: AgentInput,
+        *,
+        images: Sequence[Image] | None = None,
+        backend: str = "asyncio",
+        output_type: type[U],
+    ) -> AgentResult[U]: ...
+    def prompt_sync(
+        self,
+        input: AgentInput,  # noqa: A002
+        *,
+        images: Sequence[Image] | None = None,
+        backend: str = "asyncio",
+        output_type: Any = None,
+    ) -> AgentResult[Any]:
+        """``prompt`` on a fresh event loop of ``backend`` ("asyncio" or "trio"), blocking.
+
+        Raises:
+            RuntimeError: called from inside a running event loop (use ``await prompt()``).
+            AgentError: as ``prompt`` (``AlreadyRunning``, and with typed output
+                ``StructuredOutputFailed``, ``Aborted``, ``ModelError``, ``HookFailed``).
+        """
+        ensure_no_event_loop("prompt_sync", "prompt")
+        call = functools.partial(self.prompt, input, images=images, output_type=output_type)
+        result: AgentResult[Any] = anyio.run(self._on_own_loop, call, backend=backend)
+        return result
+
+    async def _on_own_loop(self, call: Callable[[], Awaitable[U]]) -> U:
+        """Run ``call`` on an event loop of the blocking forms' own, then close what the
+        provider opened on it (an HTTP client belongs to the loop that opened it)."""
+        try:
+            return await call()
+        finally:
+            aclose = getattr(self.stream_fn, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(10, shield=True):
+                    await aclose()
+
+    # ---------------------------------------------------------------- continuing
 
     def _check_continue(self) -> None:
         if not self._messages:
@@ -645,75 +483,50 @@ class Agent:
             return queued
         return []
 
-    def stream(self, input: AgentInput, *, images: Sequence[Image] | None = None) -> EventStream:  # noqa: A002
-        """Run a prompt; use as ``async with agent.stream("...") as events: async for ...``.
+    def continue_stream(self, *, output_type: Any = None) -> AgentStream[Any]:
+        """Continue from the history, as an event stream (see ``continue_run``).
 
         Raises:
-            AlreadyRunning: on entering, if a run is active.
-        """
-        prompts = self._prompts(input, images)
-        return _AgentStream(self, lambda: prompts)
-
-    async def prompt(
-        self,
-        input: AgentInput,  # noqa: A002
-        *,
-        images: Sequence[Image] | None = None,
-    ) -> AgentResult:
-        """Run a prompt (text, text with images, or messages) to the end.
-
-        Raises:
-            AlreadyRunning: a run is active.
-        """
-        return await self._execute(self._prompts(input, images))
-
-    def prompt_sync(
-        self,
-        input: AgentInput,  # noqa: A002
-        *,
-        images: Sequence[Image] | None = None,
-        backend: str = "asyncio",
-    ) -> AgentResult:
-        """Run a prompt to the end on a fresh event loop of ``backend`` ("asyncio" or "trio").
-
-        Raises:
-            RuntimeError: called from inside a running event loop (use ``await prompt()``).
-            AlreadyRunning: a run is active.
-        """
-        _ensure_no_event_loop("prompt_sync", "prompt")
-        return anyio.run(functools.partial(self.prompt, input, images=images), backend=backend)
-
-    def continue_stream(self) -> EventStream:
-        """Continue from the history, as an event stream (see ``continue_``).
-
-        Raises:
-            NoMessages, InvalidContinue: as ``continue_`` (checked again on entering).
+            NoMessages: the history is empty (checked again on entering).
+            InvalidContinue: nothing to continue from (checked again on entering).
             AlreadyRunning: on entering, if a run is active (no queued message is taken).
         """
         self._check_continue()
-        return _AgentStream(self, self._continue_prompts)
+        return AgentStream(self, self._continue_prompts, self._output_spec(output_type))
 
-    async def continue_(self) -> AgentResult:
-        """Continue from the history: after a tool result, a user message, or queued messages.
+    @overload
+    async def continue_run(self) -> AgentResult[OutputT]: ...
+    @overload
+    async def continue_run(self, *, output_type: type[U]) -> AgentResult[U]: ...
+    async def continue_run(self, *, output_type: Any = None) -> AgentResult[Any]:
+        """Continue from the history: after a tool result, a user message, queued messages,
+        or a failed answer (which is retried; after a context overflow with the overflow
+        signal set, so the transformers prune harder).
 
         Raises:
             NoMessages: the history is empty.
-            InvalidContinue: the last message is the assistant's and nothing is queued.
+            InvalidContinue: the last message is the assistant's answer and nothing is queued.
             AlreadyRunning: a run is active.
+            AgentError: with typed output, as ``prompt``.
         """
         if self._running:
             raise AlreadyRunning("the agent is already running")
-        return await self._execute(self._continue_prompts())
+        spec = self._output_spec(output_type)
+        result = await self._execute(self._continue_prompts(), spec)
+        return result if spec is None else spec.finish(result)
 
-    def continue_sync(self, *, backend: str = "asyncio") -> AgentResult:
-        """Blocking ``continue_`` on a fresh event loop.
+    def continue_run_sync(self, *, backend: str = "asyncio") -> AgentResult[OutputT]:
+        """``continue_run`` on a fresh event loop, blocking.
 
         Raises:
             RuntimeError: called from inside a running event loop.
-            NoMessages, InvalidContinue, AlreadyRunning: as ``continue_``.
+            AgentError: as ``continue_run``.
         """
-        _ensure_no_event_loop("continue_sync", "continue_")
-        return anyio.run(self.continue_, backend=backend)
+        ensure_no_event_loop("continue_run_sync", "continue_run")
+        result: AgentResult[OutputT] = anyio.run(
+            self._on_own_loop, self.continue_run, backend=backend
+        )
+        return result
 
     # ---------------------------------------------------------------- control
 
@@ -739,7 +552,7 @@ class Agent:
             anyio.from_thread.run_sync(self.abort, token=token)
         except RuntimeError:
             # The run (and its event loop) ended meanwhile: there is nothing left to abort.
-            log.debug("abort_threadsafe: the event loop is gone", exc_info=True)
+            pass
 
     async def wait_idle(self) -> None:
         """Return once no run is active."""
@@ -757,54 +570,6 @@ class Agent:
             raise AlreadyRunning("cannot reset a running agent")
         self._set_initial_state()
 
-    # ---------------------------------------------------------------- structured output
-
-    async def structured(
-        self,
-        prompt: AgentInput,
-        output: type[T] | dict[str, Any],
-        *,
-        max_retries: int = 2,
-        tool_name: str = "final_result",
-    ) -> Any:
-        """Ask for output of a given shape: a msgspec type (a typed instance comes back) or a
-        JSON Schema dict (the validated object comes back).
-
-        The model must call a synthetic tool with the output; invalid output is sent back with
-        the validation error, up to ``max_retries`` more times.
-
-        Raises:
-            StructuredOutputFailed: still invalid (or never given) after the retries.
-            Aborted: the run was aborted first.
-            AlreadyRunning: a run is active.
-        """
-        from ._structured import run_structured
-
-        return await run_structured(
-            self, prompt, output, max_retries=max_retries, tool_name=tool_name
-        )
-
-    def structured_sync(
-        self,
-        prompt: AgentInput,
-        output: type[T] | dict[str, Any],
-        *,
-        max_retries: int = 2,
-        tool_name: str = "final_result",
-        backend: str = "asyncio",
-    ) -> Any:
-        """Blocking ``structured`` on a fresh event loop.
-
-        Raises:
-            RuntimeError: called from inside a running event loop.
-            StructuredOutputFailed, Aborted, AlreadyRunning: as ``structured``.
-        """
-        _ensure_no_event_loop("structured_sync", "structured")
-        call = functools.partial(
-            self.structured, prompt, output, max_retries=max_retries, tool_name=tool_name
-        )
-        return anyio.run(call, backend=backend)
-
     # ---------------------------------------------------------------- context and sessions
 
     def compact(self, *, max_tokens: int | None = None) -> Compaction:
@@ -821,16 +586,14 @@ class Agent:
 
         if self._running:
             raise AlreadyRunning("cannot compact the history of a running agent")
+        system_prompt = self.system_prompt if isinstance(self.system_prompt, str) else ""
         done = compact_messages(
-            self._messages,
-            max_tokens=max_tokens,
-            model=self.model,
-            system_prompt=self.system_prompt,
+            self._messages, max_tokens=max_tokens, model=self.model, system_prompt=system_prompt
         )
         if done.dropped:
             self._messages = list(done.messages)
             self._history = None
-            self._dispatch(
+            self._notify(
                 ContextCompacted(
                     report=(
                         f"dropped {done.dropped} messages "
@@ -842,26 +605,28 @@ class Agent:
         return done
 
     @classmethod
-    async def resume(
+    async def from_session(
         cls,
         store: SessionStore,
         session_id: str,
         *,
-        model: ModelSpec,
-        stream_fn: StreamFn,
+        model: str | ModelSpec,
+        stream_fn: StreamFn | None = None,
         **options: Any,
-    ) -> Agent:
+    ) -> Agent[Any]:
         """An agent continuing a stored session, recording into it from then on.
 
         The stored history is repaired on load: a tool call the previous process never
         answered (it was killed mid-run) gets an error result, so the history is well paired.
+        ``options`` are the constructor's other arguments.
 
         Raises:
             SessionNotFound: no such session.
         """
-        from ._sessions import SessionRecorder, resume
+        from ._session_recorder import SessionRecorder
+        from ._session_resume import load_session
 
-        messages = await resume(store, session_id)
+        messages = await load_session(store, session_id)
         return cls(
             model=model,
             stream_fn=stream_fn,
@@ -870,76 +635,37 @@ class Agent:
             **options,
         )
 
-    # ---------------------------------------------------------------- checkpoints
-
-    def checkpoint(self) -> Checkpoint:
-        """Everything needed to resume this agent later (round-trips through JSON)."""
-        return Checkpoint(
-            system_prompt=self.system_prompt,
-            model=self.model,
-            messages=list(self._messages),
-            steering=list(self._steering),
-            follow_up=list(self._follow_up),
-            tool_names=list(self._tools),
-            usage=self.usage,
-            cost=self.cost,
-            plan_mode=self.plan_mode,
-        )
-
-    async def pause(self) -> Checkpoint:
-        """Stop the running run at the end of its current turn and return a checkpoint.
-
-        Await it from outside the run (another task). From inside it (a tool, a hook) use
-        ``request_pause()`` and take ``checkpoint()`` once the run has ended.
-
-        Raises:
-            RuntimeError: awaited from inside the run it would wait for.
-        """
-        if self in _inside_runs.get():
-            raise RuntimeError(
-                "pause() cannot be awaited from inside the agent's own run (it would wait for "
-                "itself); call agent.request_pause() and take agent.checkpoint() after the run"
-            )
-        if self.request_pause():
-            await self.wait_idle()
-        return self.checkpoint()
-
-    def request_pause(self) -> bool:
-        """Ask the running run to stop at the end of its current turn; returns whether one runs.
-
-        Synchronous, so tools, subscribers and policies can call it. The run ends with
-        ``stopped_by`` set; ``checkpoint()`` then captures a state ``continue_`` resumes from.
-        """
-        if not self._running:
-            return False
-        self._pause_requested = True
-        return True
-
     @classmethod
-    def restore(
+    def from_checkpoint(
         cls,
         checkpoint: Checkpoint,
         *,
         tools: Iterable[AgentTool] = (),
-        stream_fn: StreamFn,
+        stream_fn: StreamFn | None = None,
         **options: Any,
-    ) -> Agent:
+    ) -> Agent[Any]:
         """Rebuild an agent from ``checkpoint``; ``tools`` must provide every tool it names.
 
         The checkpoint becomes the new agent's initial state for history, model and prompt:
         ``reset()`` returns to it (with empty queues and zero usage), not to an empty agent.
+        Without a ``stream_fn`` the provider is found from the checkpoint's model, as for a
+        model string.
 
         Raises:
             ValueError: a tool the checkpoint names is missing from ``tools``.
+            UnknownModel: no ``stream_fn`` and no installed provider for the model.
         """
         by_name = {t.name: t for t in tools}
         missing = [name for name in checkpoint.tool_names if name not in by_name]
         if missing:
-            raise ValueError(f"restore needs these tools: {', '.join(missing)}")
+            raise ValueError(f"from_checkpoint needs these tools: {', '.join(missing)}")
+        if stream_fn is None:
+            model = checkpoint.model
+            stream_fn = resolve_model(f"{model.provider}:{model.model_id}").stream_fn
+        options.setdefault("system_prompt", checkpoint.system_prompt)
         agent = cls(
             model=checkpoint.model,
             stream_fn=stream_fn,
-            system_prompt=checkpoint.system_prompt,
             tools=[by_name[name] for name in checkpoint.tool_names],
             messages=checkpoint.messages,
             **options,

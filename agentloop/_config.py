@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ._retry import ExponentialBackoff, RetryStrategy
+from ._retry import ExponentialBackoff
 from ._types import (
     AgentMessage,
     AssistantMessage,
@@ -19,16 +19,19 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ._events import AgentEvent
-    from ._policy import (
+    from ._abc import (
+        AgentTool,
         ApprovalCallback,
         PostLoopPolicy,
         PostTurnPolicy,
         PreDispatchPolicy,
         PreTurnPolicy,
+        RetryStrategy,
+        StreamFn,
+        Toolset,
     )
-    from ._stream import StreamFn
-    from ._tools import AgentTool, Toolset
+    from ._events import AgentEvent
+    from ._policy import PolicyContext
 
 __all__ = [
     "AgentLoopConfig",
@@ -129,6 +132,10 @@ class AgentLoopConfig:
         system_prompt: a callable computing the system prompt once per turn (sync or async).
         toolsets: sources of tools that may change during a run (an MCP server, say): each
             toolset's ``get_tools()`` is read at the start of every turn.
+        deps: what tools reach as ``ToolContext.deps`` (clients, connections, settings).
+        turn_options: called before each model call with the turn's policy context and the
+            options the call would use; what it returns is used for that call (to force a
+            tool with ``tool_choice`` on one turn, say).
     """
 
     model: ModelSpec
@@ -152,3 +159,5 @@ class AgentLoopConfig:
     tool_timeout: float | None = None
     system_prompt: Callable[[], str | Awaitable[str]] | None = None
     toolsets: Sequence[Toolset] = ()
+    deps: Any = None
+    turn_options: Callable[[PolicyContext, StreamOptions], StreamOptions] | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import operator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -42,15 +42,14 @@ from ._types import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
+    from ._abc import StreamFn, TokenCounter
     from ._config import TransformContext
-    from ._stream import StreamFn
 
 __all__ = [
     "Compaction",
     "EstimatingCounter",
     "SlidingWindow",
     "SummarizingCompactor",
-    "TokenCounter",
     "compact_messages",
     "estimate_tokens",
     "render_transcript",
@@ -60,18 +59,6 @@ _encode = msgspec.json.encode
 
 
 # --------------------------------------------------------------------------- token counting
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of messages and text. An exact, tokenizer-backed counter plugs in here."""
-
-    def count(self, message: AgentMessage) -> int:
-        """The tokens ``message`` takes in a request."""
-        ...
-
-    def count_text(self, text: str) -> int:
-        """The tokens ``text`` (a system prompt, say) takes in a request."""
-        ...
 
 
 class EstimatingCounter:
@@ -425,7 +412,10 @@ class SummarizingCompactor:
     Args:
         stream_fn: the provider making summaries.
         model: the summarising model (default: the model of the request being shaped).
-        max_tokens, overflow_tokens, system_prompt, counter: as for ``SlidingWindow``.
+        max_tokens: the normal budget, as for ``SlidingWindow``.
+        overflow_tokens: the budget after an overflow, as for ``SlidingWindow``.
+        system_prompt: counted against the budget, as for ``SlidingWindow``.
+        counter: how tokens are counted, as for ``SlidingWindow``.
         keep_recent: the share of the budget kept verbatim after a summary.
         summary_max_tokens: the output limit of the summary call (also reserved in the budget).
         instructions: the summarising model's system prompt.

@@ -44,8 +44,8 @@ from ._types import AgentMessage, Text, ToolCall, ToolResultMessage
 if TYPE_CHECKING:
     from collections.abc import Sequence, Set as AbstractSet
 
+    from ._abc import AgentTool
     from ._loop import _Run
-    from ._tools import AgentTool
 
 __all__ = ["STEERING_CANCELLED", "Batch"]
 
@@ -78,7 +78,7 @@ class _Slot:
         self.validated: Any = None
         self.result: AgentToolResult | None = None
         self.scope: anyio.CancelScope | None = None
-        self.context: ToolContext | None = None
+        self.context: ToolContext[Any] | None = None
         self.started = False
         self.ended = False
 
@@ -406,7 +406,7 @@ class Batch:
                 update = AgentToolResult.text(update)
             emit(ToolExecutionUpdate(call_id=call_id, name=name, update=update))
 
-        ctx = slot.context = ToolContext(call_id, name, on_update)
+        ctx = slot.context = ToolContext(call_id, name, on_update, run.config.deps)
         _current_context.set(ctx)
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
         try:

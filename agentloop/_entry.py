@@ -10,16 +10,18 @@ event, with no channel at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Generic
 
 import anyio
 
 from ._channel import EventChannel
 from ._errors import InvalidContinue, NoMessages, single_exception
+from ._events import MessageUpdate
 from ._history import is_failed_answer
 from ._loop import _Run
-from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage
+from ._stream import TextDelta
+from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage, OutputT
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -76,10 +78,27 @@ def check_continue(context: AgentContext) -> None:
         raise InvalidContinue("cannot continue: the last message is the assistant's")
 
 
-class EventStream:
+class EventStream(Generic[OutputT]):
     """The events of one run: ``async with`` it, then ``async for`` over it.
 
-    After the iteration ended, ``result`` holds the run's ``AgentResult``.
+    After the iteration ended, ``result`` holds the run's ``AgentResult``. ``text_deltas()``
+    iterates the answer's text as it streams instead of the events.
+
+    Every event, in the order a run emits it, and what a display does with it:
+
+    - ``AgentStart`` / ``AgentEnd``: exactly one each, first and last (``AgentEnd`` carries
+      every message the run committed).
+    - ``TurnStart`` / ``TurnEnd``: around each turn; ``TurnEnd.reason`` says how it ended.
+    - ``MessageStart`` / ``MessageEnd``: around every committed message. For the assistant's
+      answer, ``MessageUpdate`` events come between them with the provider's events as they
+      stream (text, thinking and tool-call deltas).
+    - ``StreamRetry``: the model call failed and will be tried again after ``delay`` seconds.
+      Whatever the failed attempt streamed since ``MessageStart`` is void: discard it. The
+      retry's events follow under the same ``MessageStart``.
+    - ``ToolExecutionStart`` / ``ToolExecutionUpdate`` / ``ToolExecutionEnd``: each call of a
+      batch, concurrently; every start has exactly one end.
+    - ``ContextCompacted``: a transformer dropped or summarised messages before a request; the
+      committed history is unchanged (only the request is shorter).
     """
 
     def __init__(
@@ -114,11 +133,11 @@ class EventStream:
             history=history,
         )
         self._tg: TaskGroup | None = None
-        self._result: AgentResult | None = None
+        self._result: AgentResult[OutputT] | None = None
         self._fatal: BaseException | None = None
 
     @property
-    def result(self) -> AgentResult:
+    def result(self) -> AgentResult[OutputT]:
         """The run's result.
 
         Raises:
@@ -134,7 +153,7 @@ class EventStream:
 
     async def _main(self) -> None:
         try:
-            self._result = await self._run.run(self._prompts)
+            self._result = await self._run.run(self._prompts)  # type: ignore[assignment]
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:
@@ -190,6 +209,20 @@ class EventStream:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
+    async def text_deltas(self) -> AsyncIterator[str]:
+        """The answer's text as it streams, delta by delta, across every turn of the run.
+
+        Iterates the events (use it instead of ``async for event in events``). Text a failed
+        attempt streamed before a ``StreamRetry`` is not taken back: watch the events instead
+        where that matters.
+        """
+        async for event in self:
+            if type(event) is MessageUpdate:
+                assert isinstance(event, MessageUpdate)
+                update = event.event
+                if type(update) is TextDelta:
+                    yield update.delta
+
 
 def agent_loop(
     prompts: Sequence[AgentMessage],
@@ -197,7 +230,7 @@ def agent_loop(
     config: AgentLoopConfig,
     *,
     cancel_scope: anyio.CancelScope | None = None,
-) -> EventStream:
+) -> EventStream[str]:
     """Run the loop with new ``prompts``; use as ``async with agent_loop(...) as events``.
 
     ``context`` is not modified. Cancelling ``cancel_scope`` aborts the run (it ends with stop
@@ -212,7 +245,7 @@ def agent_loop_continue(
     config: AgentLoopConfig,
     *,
     cancel_scope: anyio.CancelScope | None = None,
-) -> EventStream:
+) -> EventStream[str]:
     """Run the loop from ``context`` as it is (after a tool result or a queued message).
 
     Raises:
@@ -231,7 +264,7 @@ async def run_loop(
     on_event: EventCallback | None = None,
     cancel_scope: anyio.CancelScope | None = None,
     continue_: bool = False,
-) -> AgentResult:
+) -> AgentResult[str]:
     """Run the loop to the end and return its result; ``on_event`` sees every event.
 
     ``on_event`` is called synchronously, before the loop proceeds; one that raises is logged

@@ -1,28 +1,35 @@
-"""The error hierarchy.
+"""The error hierarchy: every exception the library raises is an ``AgentError``.
 
 Model and tool failures are data (assistant messages with stop reason ``error``, error tool
 results); these exceptions are for what the caller must handle::
 
     AgentError
-    ├── ModelError                  a model call that failed after retries
+    ├── ModelError                  a model call that failed after retries (``kind`` says how)
     │   ├── ContextWindowOverflow   the request does not fit the model's context window
     │   ├── ModelThrottled          rate limited (429, "overloaded"); may carry retry_after
     │   ├── NetworkError            connection failures, 5xx, a stream cut short
     │   └── StreamError             any other failure (auth, content filter, malformed stream)
-    ├── HookFailed                  an application hook raised (transformer, converter,
-    │                               policy, message source, key resolver, system prompt)
-    ├── StructuredOutputFailed      structured output still invalid after the retries
-    ├── AlreadyRunning              a second prompt/continue while a run is active
+    ├── HookFailed                  application code the loop calls raised (transformer,
+    │                               converter, policy, message source, key resolver, toolset)
+    ├── StructuredOutputFailed      typed output still invalid after the retries
+    ├── AlreadyRunning              a second prompt or continue while a run is active
     ├── NoMessages                  continue with an empty history
-    ├── InvalidContinue             continue when the last message is the assistant's
-    └── Aborted                     the run was aborted
+    ├── InvalidContinue             continue when the last message is the assistant's answer
+    ├── Aborted                     the run was aborted
+    ├── ToolArgumentError           (also ValueError) arguments that do not fit a tool
+    ├── SessionNotFound             (also LookupError) no session has this id
+    └── UnknownModel                (also LookupError) a model string no provider resolves
+
+Provider packages hang their own errors under this tree (``agentloop_providers``: unknown
+presets and malformed wire data are ``AgentError``s too). Exception groups never come out of
+the library: where a task group is an internal detail, its one failure is raised as itself.
 """
 
 from __future__ import annotations
 
-import anyio
+import enum
 
-from ._types import ErrorKind
+import anyio
 
 __all__ = [
     "AgentError",
@@ -33,12 +40,32 @@ __all__ = [
     "InvalidContinue",
     "ModelError",
     "ModelThrottled",
+    "SessionNotFound",
     "NetworkError",
     "NoMessages",
     "StreamError",
     "StructuredOutputFailed",
+    "ToolArgumentError",
+    "UnknownModel",
+    "ErrorKind",
     "error_for_kind",
 ]
+
+
+class ErrorKind(enum.StrEnum):
+    """A failure, classified so the loop can retry or recover without parsing text.
+
+    Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
+    application code it called raised (see ``HookFailed``).
+    """
+
+    THROTTLED = "throttled"
+    CONTEXT_OVERFLOW = "context_overflow"
+    AUTH = "auth"
+    NETWORK = "network"
+    CONTENT_FILTERED = "content_filtered"
+    OTHER = "other"
+    HOOK = "hook"
 
 
 class AgentError(Exception):
@@ -127,6 +154,18 @@ class NoMessages(AgentError):
 
 class InvalidContinue(AgentError):
     """Cannot continue: the last message is the assistant's and nothing is queued."""
+
+
+class SessionNotFound(AgentError, LookupError):
+    """No session has this id."""
+
+
+class ToolArgumentError(AgentError, ValueError):
+    """Arguments that do not fit the tool; the message is sent to the model."""
+
+
+class UnknownModel(AgentError, LookupError):
+    """A model string that is malformed or names a provider that is not installed."""
 
 
 class Aborted(AgentError):

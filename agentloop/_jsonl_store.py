@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._errors import SessionNotFound
 from ._session_codec import decode_records, is_message
-from ._sessions import (
+from ._session_store import (
     _ID,
     SessionInfo,
-    SessionNotFound,
     _auto_fields,
     _new_id,
     _ThreadedStore,

@@ -45,10 +45,10 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from ._abc import AgentTool
     from ._channel import EventChannel
     from ._dispatch import Batch
     from ._events import AgentEvent
-    from ._tools import AgentTool
 
 __all__ = ["Emit", "_Run"]
 
@@ -148,7 +148,7 @@ class _Run:
         self.acc: Accumulator | None = None
         self.turn_message: AssistantMessage | None = None
         self.batch: Batch | None = None
-        self.finished: AgentResult | None = None
+        self.finished: AgentResult[str] | None = None
         # Something that is not an ``Exception`` (KeyboardInterrupt, SystemExit) raised in the
         # run: it ends the run like an abort, then propagates from ``run`` as itself.
         self.fatal: BaseException | None = None
@@ -394,8 +394,13 @@ class _Run:
         self.emit(TurnEnd(reason=reason, message=None, turn=self.turn))
         self.turn += 1
 
-    def result(self) -> AgentResult:
+    def result(self) -> AgentResult[str]:
         if self.finished is None:
+            final = ""
+            for message in reversed(self.new_messages):
+                if type(message) is AssistantMessage:
+                    final = message.text
+                    break
             self.finished = AgentResult(
                 messages=self.new_messages,
                 stop_reason=self.stop_reason,
@@ -404,12 +409,13 @@ class _Run:
                 error=self.error,
                 error_kind=self.error_kind,
                 stopped_by=self.stopped_by,
+                output=final,
             )
         return self.finished
 
     # ---------------------------------------------------------------- the run
 
-    async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult:
+    async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         """Run to the end; on cancellation emit the closing events, then re-raise."""
         from ._turn import run_turn
 

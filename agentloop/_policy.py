@@ -21,8 +21,8 @@ post-loop      when the run would end                       Continue, Stop, Inje
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import msgspec
 
@@ -37,14 +37,13 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ._tools import AgentTool
+    from ._abc import AgentTool
 
 __all__ = [
     "ALLOW",
     "APPROVED",
     "CONTINUE",
     "Allow",
-    "ApprovalCallback",
     "ApprovalDecision",
     "Approved",
     "ApprovedWith",
@@ -55,10 +54,6 @@ __all__ = [
     "MessagesView",
     "PolicyContext",
     "PolicyVerdict",
-    "PostLoopPolicy",
-    "PostTurnPolicy",
-    "PreDispatchPolicy",
-    "PreTurnPolicy",
     "Rejected",
     "Replace",
     "Rewrite",
@@ -221,22 +216,6 @@ class DispatchContext:
         self.model = model
 
 
-class PreTurnPolicy(Protocol):
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
-
-
-class PostTurnPolicy(Protocol):
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
-
-
-class PostLoopPolicy(Protocol):
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
-
-
-class PreDispatchPolicy(Protocol):
-    def evaluate(self, ctx: DispatchContext) -> DispatchVerdict: ...
-
-
 # --------------------------------------------------------------------------- approval
 
 
@@ -259,4 +238,3 @@ class ApprovedWith(_Verdict, frozen=True, tag="approved_with", gc=True):
 APPROVED = Approved()
 
 ApprovalDecision: TypeAlias = Approved | Rejected | ApprovedWith
-ApprovalCallback: TypeAlias = Callable[[ToolCall, "AgentTool | None"], Awaitable[ApprovalDecision]]

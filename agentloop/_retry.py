@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 import random
-from typing import Protocol
 
 from ._errors import ModelError, ModelThrottled, NetworkError
 
-__all__ = ["ExponentialBackoff", "NoRetry", "RetryStrategy"]
-
-
-class RetryStrategy(Protocol):
-    """Decides whether a failed model call is tried again, and after how long."""
-
-    def should_retry(self, error: ModelError, attempt: int) -> bool:
-        """Whether to retry after ``error``; ``attempt`` counts the failed attempts so far (1..)."""
-        ...
-
-    def delay(self, attempt: int, error: ModelError | None = None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1..)."""
-        ...
+__all__ = ["ExponentialBackoff", "NoRetry"]
 
 
 class ExponentialBackoff:

@@ -37,7 +37,7 @@ from anyio.lowlevel import RunVar
 
 from ._errors import single_exception
 from ._events import MessageEnd
-from ._sessions import _ThreadedStore, _Write
+from ._session_store import _ThreadedStore, _Write
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
+    from ._abc import SessionStore
     from ._events import AgentEvent
-    from ._sessions import SessionStore
     from ._types import AgentMessage
 
 __all__ = ["SessionRecorder"]

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 
+from ._errors import SessionNotFound
 from ._session_codec import decode_records
-from ._sessions import SessionInfo, SessionNotFound, _auto_fields, _run, _ThreadedStore, logger
+from ._session_store import SessionInfo, _auto_fields, _run, _ThreadedStore, logger
 from ._types import AgentMessage, now_ms
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ an ``AssistantMessage``, and turns every malformed sequence into a message with 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import Any, TypeAlias
 
 import msgspec
 
@@ -19,18 +19,13 @@ from ._types import (
     Cost,
     ErrorKind,
     Extension,
-    LlmContext,
     ModelSpec,
     StopReason,
-    StreamOptions,
     Text,
     Thinking,
     ToolCall,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
 
 __all__ = [
     "Accumulator",
@@ -38,7 +33,6 @@ __all__ = [
     "Done",
     "ErrorEvent",
     "ExtensionBlock",
-    "StreamFn",
     "StreamStart",
     "TextDelta",
     "TextEnd",
@@ -168,19 +162,6 @@ AssistantMessageEvent: TypeAlias = (
     | Done
     | ErrorEvent
 )
-
-
-class StreamFn(Protocol):
-    """A provider: one model call, streamed.
-
-    Usually an async generator function. The loop always consumes it inside
-    ``contextlib.aclosing``, so a cancelled turn closes the generator (and its HTTP response) at
-    once.
-    """
-
-    def __call__(
-        self, model: ModelSpec, context: LlmContext, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]: ...
 
 
 # --------------------------------------------------------------------------- accumulator

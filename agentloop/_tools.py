@@ -13,69 +13,40 @@ import inspect
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
+import typing
+from typing import TYPE_CHECKING, Any, Generic, get_origin, get_type_hints, overload
 
 import anyio.to_thread
 import msgspec
 
+from ._errors import ToolArgumentError
 from ._events import AgentToolResult
 from ._types import Text
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._abc import OnUpdate
+
 __all__ = [
-    "AgentTool",
     "FunctionTool",
-    "OnUpdate",
     "Tool",
     "ToolArgumentError",
     "ToolContext",
-    "Toolset",
     "current_tool_context",
     "tool",
     "validator_for",
 ]
 
-OnUpdate = Callable[[AgentToolResult | str], None]
 
 log = logging.getLogger("agentloop.tools")
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
 
-class ToolArgumentError(ValueError):
-    """Arguments that do not fit the tool; the message is sent to the model."""
-
-
-@runtime_checkable
-class AgentTool(Protocol):
-    """A tool the model can call.
-
-    ``execute`` receives arguments that already passed validation. It reports progress through
-    ``on_update`` and returns an ``AgentToolResult``; an exception it raises becomes an error
-    result. A tool may define ``validate_arguments(arguments) -> validated`` to replace the
-    schema check.
-    """
-
-    name: str
-    label: str
-    description: str
-    parameters: dict[str, Any]
-    requires_approval: bool
-    read_only: bool
-
-    async def execute(
-        self, call_id: str, arguments: Any, on_update: OnUpdate
-    ) -> AgentToolResult: ...
-
-
-@runtime_checkable
-class Toolset(Protocol):
-    """A source of tools whose set may change while an agent runs (an MCP server, say).
-
-    The loop calls ``get_tools()`` at the start of every turn, so it must be cheap and must not
-    block: return the current tools (the same objects while nothing changed) and refresh them
-    elsewhere. A ``name`` attribute, if any, names the toolset in errors.
-    """
-
-    def get_tools(self) -> Sequence[AgentTool]: ...
+    DepsT = TypeVar("DepsT", default=Any)
+else:
+    DepsT = typing.TypeVar("DepsT")
 
 
 _validators: dict[bytes, Callable[[Any], Any]] = {}
@@ -128,26 +99,36 @@ class Tool:
         raise NotImplementedError(f"{type(self).__name__} must implement execute()")
 
 
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """Given to a ``@tool`` function that declares a parameter of this type.
 
-    Safe to use from any thread: a function tool runs in a worker thread unless it is async or
-    marked ``inline``, and may start threads of its own.
+    Annotate the parameter ``ToolContext[MyDeps]`` and ``ctx.deps`` is typed: it is what the
+    agent was given as ``Agent(deps=...)`` (``None`` when nothing was). Safe to use from any
+    thread: a function tool runs in a worker thread unless it is async or marked ``inline``, and
+    may start threads of its own.
 
     Attributes:
         call_id: the id of the call being run.
         name: the tool's name.
+        deps: the run's dependencies (``Agent(deps=...)``, ``AgentLoopConfig.deps``).
         on_update: report progress; each call becomes a ``ToolExecutionUpdate`` event, delivered
             on the event loop's thread while the tool runs. Updates after the call ended are
             dropped.
     """
 
-    __slots__ = ("_cancelled", "_event", "call_id", "name", "on_update")
+    __slots__ = ("_cancelled", "_event", "call_id", "deps", "name", "on_update")
 
-    def __init__(self, call_id: str, name: str, on_update: OnUpdate) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        on_update: OnUpdate,
+        deps: DepsT = None,  # type: ignore[assignment]
+    ) -> None:
         self.call_id = call_id
         self.name = name
         self.on_update = on_update
+        self.deps = deps
         self._cancelled = False
         self._event: threading.Event | None = None
 
@@ -188,12 +169,12 @@ _EVENT_LOCK = threading.Lock()
 
 # The context of the tool call the current task (or worker thread) is running; the loop sets
 # it in each call's child task, so a tool can reach its call's context without a parameter.
-_current_context: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+_current_context: contextvars.ContextVar[ToolContext[Any] | None] = contextvars.ContextVar(
     "agentloop_tool_context", default=None
 )
 
 
-def current_tool_context() -> ToolContext | None:
+def current_tool_context() -> ToolContext[Any] | None:
     """The ``ToolContext`` of the tool call running in this task or worker thread, if any."""
     return _current_context.get()
 
@@ -272,7 +253,7 @@ class FunctionTool:
         self._context_param: str | None = None
         for param in inspect.signature(fn).parameters.values():
             annotation = hints.get(param.name, Any)
-            if annotation is ToolContext:
+            if annotation is ToolContext or get_origin(annotation) is ToolContext:
                 self._context_param = param.name
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -324,7 +305,7 @@ class FunctionTool:
             )
         return _result_from(value)
 
-    def _in_thread(self, ctx: ToolContext, kwargs: dict[str, Any]) -> Any:
+    def _in_thread(self, ctx: ToolContext[Any], kwargs: dict[str, Any]) -> Any:
         try:
             value = self.fn(**kwargs)
         except BaseException:
@@ -428,7 +409,3 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
-
-
-ValidateFn = Callable[[Any], Any]
-ExecuteFn = Callable[[str, Any, OnUpdate], Awaitable[AgentToolResult]]

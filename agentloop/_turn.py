@@ -30,6 +30,7 @@ from ._types import (
     ErrorKind,
     LlmContext,
     StopReason,
+    StreamOptions,
     ToolCall,
     ToolResultMessage,
 )
@@ -114,7 +115,18 @@ def _classify(exc: Exception) -> ErrorKind:
     return ErrorKind.OTHER
 
 
-async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
+def _turn_options(run: _Run) -> StreamOptions:
+    """The stream options of this turn's model calls (``turn_options`` may change them)."""
+    config = run.config
+    if config.turn_options is None:
+        return config.stream_options
+    try:
+        return config.turn_options(run.policy_context(), config.stream_options)
+    except Exception as exc:
+        raise HookFailed.wrap("turn_options", exc) from exc
+
+
+async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> AssistantMessage:
     """Call the model, retrying as the strategy allows; returns the finished answer."""
     config = run.config
     model = config.model
@@ -125,7 +137,7 @@ async def _stream(run: _Run, request: LlmContext) -> AssistantMessage:
     while True:
         attempt += 1
         await anyio.lowlevel.checkpoint_if_cancelled()
-        options = config.stream_options
+        options = base
         if config.get_api_key is not None:
             try:
                 key = await config.get_api_key(model.provider)
@@ -270,16 +282,17 @@ async def _turn_body(run: _Run) -> bool:
     model = config.model
     # The last point before a request leaves: an abort that came in meanwhile sends nothing.
     await anyio.lowlevel.checkpoint_if_cancelled()
+    options = _turn_options(run)
     run.answer_open = True
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
-    message = await _stream(run, request)
+    message = await _stream(run, request, options)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
         # One recovery attempt per turn: the transformers (or a default sliding window) prune
         # harder, same message lifecycle. A request that did not shrink is not sent again.
         run.overflow_signal = True
         retry = await _request(run, system_prompt)
         if len(retry.messages) < len(request.messages) or retry.messages != request.messages:
-            message = await _stream(run, retry)
+            message = await _stream(run, retry, options)
     run.acc = None
     message = _normalise_ids(message)
     run.commit_streamed(message)

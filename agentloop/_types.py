@@ -14,9 +14,23 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Any, TypeAlias
+import typing
+import warnings
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 
 import msgspec
+
+from ._errors import Aborted, AgentError, ErrorKind, HookFailed, error_for_kind
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from typing_extensions import TypeVar
+
+    OutputT = TypeVar("OutputT", default=str)
+else:
+    # Type checkers see the default above (PEP 696); 3.11's TypeVar takes none.
+    OutputT = typing.TypeVar("OutputT")
 
 __all__ = [
     "AgentContext",
@@ -32,6 +46,7 @@ __all__ = [
     "LlmContext",
     "LlmMessage",
     "ModelSpec",
+    "OutputT",
     "Pricing",
     "StopReason",
     "StreamOptions",
@@ -133,22 +148,6 @@ class StopReason(enum.StrEnum):
     TOOL_USE = "tool_use"
     ABORTED = "aborted"
     ERROR = "error"
-
-
-class ErrorKind(enum.StrEnum):
-    """A failure, classified so the loop can retry or recover without parsing text.
-
-    Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
-    application code it called raised (see ``HookFailed``).
-    """
-
-    THROTTLED = "throttled"
-    CONTEXT_OVERFLOW = "context_overflow"
-    AUTH = "auth"
-    NETWORK = "network"
-    CONTENT_FILTERED = "content_filtered"
-    OTHER = "other"
-    HOOK = "hook"
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -282,7 +281,10 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Per-call options passed through to the provider.
 
     ``api_key`` is filled in by the loop from ``get_api_key`` before each call; it is never shown
-    by ``repr`` and never travels in an event.
+    by ``repr`` and never travels in an event. ``tool_choice`` is ``"auto"`` (the provider's
+    default when ``None``), ``"none"`` (no tool may be called), ``"required"`` (some tool must
+    be) or a tool's name (that tool must be); set it for one turn with
+    ``AgentLoopConfig.turn_options``.
     """
 
     temperature: float | None = None
@@ -290,6 +292,7 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     transport: str = "sse"
     api_key: str | None = None
+    tool_choice: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -297,7 +300,7 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True):
         return (
             f"StreamOptions(temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
             f"session_id={self.session_id!r}, transport={self.transport!r}, api_key={key!r}, "
-            f"extra={self.extra!r})"
+            f"tool_choice={self.tool_choice!r}, extra={self.extra!r})"
         )
 
     __str__ = __repr__
@@ -310,6 +313,7 @@ class StreamOptions(msgspec.Struct, frozen=True, kw_only=True):
             ("session_id", self.session_id),
             ("transport", self.transport),
             ("api_key", None if self.api_key is None else "***"),
+            ("tool_choice", self.tool_choice),
             ("extra", self.extra),
         ]
 
@@ -321,19 +325,44 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, ta
     pass
 
 
+class _TextOrConstructor:
+    """``UserMessage.text``: on a message, its text (as on every message); on the class, the
+    constructor's old name, kept for one release (``UserMessage.from_text``)."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[UserMessage]) -> Callable[..., UserMessage]: ...
+    @overload
+    def __get__(self, instance: UserMessage, owner: type[UserMessage]) -> str: ...
+    def __get__(
+        self, instance: UserMessage | None, owner: type[UserMessage]
+    ) -> str | Callable[..., UserMessage]:
+        if instance is None:
+            warnings.warn(
+                "UserMessage.text(...) as a constructor is deprecated and will be removed; "
+                "use UserMessage.from_text(...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return owner.from_text
+        return extract_text(instance.content)
+
+
 class UserMessage(_Message, frozen=True, tag="user"):
-    """A message from the user: text and images."""
+    """A message from the user: text and images. ``UserMessage.from_text`` builds one."""
 
     content: list[ContentBlock]
     timestamp: int = msgspec.field(default_factory=now_ms)
 
     @classmethod
-    def text(cls, text: str, *, images: list[Image] | None = None) -> UserMessage:
+    def from_text(cls, text: str, *, images: list[Image] | None = None) -> UserMessage:
         """A user message holding ``text`` followed by any ``images``."""
         content: list[ContentBlock] = [Text(text=text)]
         if images:
             content.extend(images)
         return cls(content=content)
+
+    text = _TextOrConstructor()
+    """The message's text blocks, concatenated."""
 
 
 class AssistantMessage(_Message, frozen=True, tag="assistant"):
@@ -436,8 +465,12 @@ class AgentContext(msgspec.Struct, kw_only=True):
     tools: list[Any] = msgspec.field(default_factory=list)
 
 
-class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
+class AgentResult(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
     """What a finished run produced.
+
+    ``output`` is the run's output: the final answer's text, or, for an agent or prompt given an
+    ``output_type``, the validated value of that type (a prompt with an ``output_type`` that
+    ends without one raises instead of returning; see ``Agent.prompt``).
 
     ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
     cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
@@ -455,6 +488,7 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
     stopped_by: str | None = None
     unsaved_messages: int = 0
     session_error: str | None = None
+    output: OutputT
 
     @property
     def final_message(self) -> AssistantMessage | None:
@@ -470,19 +504,26 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
         final = self.final_message
         return "" if final is None else final.text
 
+    def exception(self) -> AgentError | None:
+        """The typed error for a run that ended in error or abort (``None`` otherwise)."""
+        if self.stop_reason is StopReason.ABORTED:
+            return Aborted("the run was aborted")
+        if self.stop_reason is StopReason.ERROR:
+            if self.error_kind is ErrorKind.HOOK:
+                hook = (self.error or "").partition(" raised ")[0]
+                return HookFailed(self.error or "a hook failed", hook=hook)
+            return error_for_kind(self.error_kind or ErrorKind.OTHER, self.error or "model error")
+        return None
+
     def raise_for_error(self) -> None:
         """Raise the typed ``AgentError`` for a run that ended in error or abort.
 
         Raises:
-            ContextWindowOverflow, ModelThrottled, NetworkError, StreamError, HookFailed,
-                Aborted: as the run's ending says.
+            ModelError: the model failed (``ContextWindowOverflow``, ``ModelThrottled``,
+                ``NetworkError``, ``StreamError``).
+            HookFailed: application code the loop calls raised.
+            Aborted: the run was aborted.
         """
-        from ._errors import Aborted, HookFailed, error_for_kind
-
-        if self.stop_reason is StopReason.ABORTED:
-            raise Aborted("the run was aborted")
-        if self.stop_reason is StopReason.ERROR:
-            if self.error_kind is ErrorKind.HOOK:
-                hook = (self.error or "").partition(" raised ")[0]
-                raise HookFailed(self.error or "a hook failed", hook=hook)
-            raise error_for_kind(self.error_kind or ErrorKind.OTHER, self.error or "model error")
+        error = self.exception()
+        if error is not None:
+            raise error

@@ -58,13 +58,13 @@ MODEL = al.ModelSpec(provider="bench", model_id="replay")
 OPTIONS = al.StreamOptions()
 BACKENDS = ("asyncio", "trio")
 
-Events = Sequence[al.AssistantMessageEvent]
+Events = Sequence[al.stream.AssistantMessageEvent]
 
 
 # --------------------------------------------------------------------------- the model
 
 
-async def _play(events: Events) -> AsyncIterator[al.AssistantMessageEvent]:
+async def _play(events: Events) -> AsyncIterator[al.stream.AssistantMessageEvent]:
     for event in events:
         yield event
 
@@ -78,15 +78,15 @@ class Replay:
         self._replies = replies
         self._next = 0
 
-    def next_stream(self) -> AsyncIterator[al.AssistantMessageEvent]:
+    def next_stream(self) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         """The next reply's events (the floor calls this directly)."""
         events = self._replies[self._next]
         self._next += 1
         return _play(events)
 
     def __call__(
-        self, model: al.ModelSpec, context: al.LlmContext, options: al.StreamOptions
-    ) -> AsyncIterator[al.AssistantMessageEvent]:
+        self, model: al.ModelSpec, context: al.stream.LlmContext, options: al.StreamOptions
+    ) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         return self.next_stream()
 
 
@@ -129,7 +129,7 @@ class NoopTool(al.Tool):
     parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
 
     async def execute(
-        self, call_id: str, arguments: Any, on_update: al.OnUpdate
+        self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
     ) -> al.AgentToolResult:
         return _OK
 
@@ -145,7 +145,7 @@ class SleepTool(al.Tool):
         self.seconds = seconds
 
     async def execute(
-        self, call_id: str, arguments: Any, on_update: al.OnUpdate
+        self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
     ) -> al.AgentToolResult:
         await anyio.sleep(self.seconds)
         return _OK

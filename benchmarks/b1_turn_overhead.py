@@ -37,11 +37,11 @@ def cases(turns: int, per_sample: int) -> dict[str, Callable[[], Awaitable[float
     runs = max(1, per_sample // turns)
     per_turn = runs * (turns + 1)
     tool = NoopTool()
-    prompt = [al.UserMessage.text("go")]
+    prompt = [al.UserMessage.from_text("go")]
     floor_tools: dict[str, Any] = {"noop": noop}
 
-    def config() -> al.AgentLoopConfig:
-        return al.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
+    def config() -> al.loop.AgentLoopConfig:
+        return al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
 
     async def floor() -> float:
         total = 0.0
@@ -57,7 +57,7 @@ def cases(turns: int, per_sample: int) -> dict[str, Callable[[], Awaitable[float
         for _ in range(runs):
             cfg = config()
             start = time.perf_counter()
-            result = await al.run_loop(prompt, al.AgentContext(), cfg)
+            result = await al.loop.run_loop(prompt, al.loop.AgentContext(), cfg)
             total += time.perf_counter() - start
             assert len(result.messages) == 2 * turns + 2, result.stop_reason
         return total / per_turn
@@ -67,7 +67,7 @@ def cases(turns: int, per_sample: int) -> dict[str, Callable[[], Awaitable[float
         for _ in range(runs):
             cfg = config()
             start = time.perf_counter()
-            async with al.agent_loop(prompt, al.AgentContext(), cfg) as events:
+            async with al.loop.agent_loop(prompt, al.loop.AgentContext(), cfg) as events:
                 async for _event in events:
                     pass
             total += time.perf_counter() - start

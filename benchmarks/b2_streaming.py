@@ -38,16 +38,16 @@ class Counter:
     def __call__(self, event: Any) -> None:
         if type(event) is al.MessageUpdate:
             event = event.event
-        if type(event) is al.TextDelta:
+        if type(event) is al.stream.TextDelta:
             self.count += 1
 
 
 def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
     replies = [text_reply(deltas)]
-    prompt = [al.UserMessage.text("go")]
+    prompt = [al.UserMessage.from_text("go")]
 
-    def config() -> al.AgentLoopConfig:
-        return al.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies))
+    def config() -> al.loop.AgentLoopConfig:
+        return al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies))
 
     def check(counter: Counter) -> None:
         assert counter.count == deltas, counter.count
@@ -55,7 +55,7 @@ def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
     async def event_stream() -> float:
         cfg, counter = config(), Counter()
         start = time.perf_counter()
-        async with al.agent_loop(prompt, al.AgentContext(), cfg) as events:
+        async with al.loop.agent_loop(prompt, al.loop.AgentContext(), cfg) as events:
             async for event in events:
                 counter(event)
         elapsed = time.perf_counter() - start
@@ -65,7 +65,7 @@ def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
     async def callback() -> float:
         cfg, counter = config(), Counter()
         start = time.perf_counter()
-        await al.run_loop(prompt, al.AgentContext(), cfg, on_event=counter)
+        await al.loop.run_loop(prompt, al.loop.AgentContext(), cfg, on_event=counter)
         elapsed = time.perf_counter() - start
         check(counter)
         return elapsed

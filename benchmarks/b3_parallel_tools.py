@@ -34,7 +34,7 @@ def cases(calls: int, seconds: float) -> dict[str, Callable[[], Awaitable[float]
     replies = tool_replies(1, "sleep", calls)
     tool = SleepTool(seconds)
     floor_tools: dict[str, Any] = {"sleep": sleeper(seconds)}
-    prompt = [al.UserMessage.text("go")]
+    prompt = [al.UserMessage.from_text("go")]
 
     async def floor() -> float:
         replay = Replay(replies)
@@ -43,9 +43,9 @@ def cases(calls: int, seconds: float) -> dict[str, Callable[[], Awaitable[float]
         return time.perf_counter() - start
 
     async def run_loop() -> float:
-        cfg = al.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
+        cfg = al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
         start = time.perf_counter()
-        result = await al.run_loop(prompt, al.AgentContext(), cfg)
+        result = await al.loop.run_loop(prompt, al.loop.AgentContext(), cfg)
         elapsed = time.perf_counter() - start
         assert len(result.messages) == calls + 3, result.stop_reason
         return elapsed

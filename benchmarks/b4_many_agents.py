@@ -53,12 +53,12 @@ async def many(impl: str, runs: int, seconds: float) -> float:
 
     else:
         tool = SleepTool(seconds)
-        prompt = [al.UserMessage.text("go")]
+        prompt = [al.UserMessage.from_text("go")]
 
         async def one() -> None:
             nonlocal done
-            config = al.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
-            result = await al.run_loop(prompt, al.AgentContext(), config)
+            config = al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
+            result = await al.loop.run_loop(prompt, al.loop.AgentContext(), config)
             assert len(result.messages) == 2 * TURNS + 2, result.stop_reason
             done += 1
 

@@ -25,7 +25,7 @@ __all__ = ["main"]
 def history(n: int) -> list[al.AgentMessage]:
     out: list[al.AgentMessage] = []
     for i in range(n // 2):
-        out.append(al.UserMessage.text(f"question {i}"))
+        out.append(al.UserMessage.from_text(f"question {i}"))
         out.append(al.AssistantMessage(content=[al.Text(text=f"answer {i}")]))
     return out
 
@@ -35,9 +35,7 @@ def case(n: int, prompts: int) -> Callable[[], Awaitable[float]]:
     reply = final_reply()
 
     async def measure() -> float:
-        agent = al.Agent(
-            model=MODEL, stream_fn=Replay([reply] * (prompts + 1)), messages=earlier
-        )
+        agent = al.Agent(model=MODEL, stream_fn=Replay([reply] * (prompts + 1)), messages=earlier)
         await agent.prompt("warm up")  # indexes the history once
         start = time.perf_counter()
         for _ in range(prompts):

@@ -43,14 +43,14 @@ def sleeper(seconds: float) -> FloorTool:
 async def _fold(stream: Any) -> tuple[list[str], list[tuple[str, str, Any]]]:
     """Fold one streamed answer: its texts and its tool calls (id, name, arguments)."""
     parts: dict[int, list[str]] = {}
-    starts: dict[int, al.ToolCallStart] = {}
+    starts: dict[int, al.stream.ToolCallStart] = {}
     async for event in stream:
         cls = type(event)
-        if cls is al.TextDelta or cls is al.ToolCallDelta:
+        if cls is al.stream.TextDelta or cls is al.stream.ToolCallDelta:
             parts[event.index].append(event.delta)
-        elif cls is al.TextStart:
+        elif cls is al.stream.TextStart:
             parts[event.index] = []
-        elif cls is al.ToolCallStart:
+        elif cls is al.stream.ToolCallStart:
             parts[event.index] = []
             starts[event.index] = event
     texts: list[str] = []
@@ -87,7 +87,7 @@ async def floor_stream(replay: Replay, on_event: Callable[[Any], object]) -> str
     """One streamed answer by hand: fold each delta and hand each event to ``on_event``."""
     parts: list[str] = []
     async for event in replay.next_stream():
-        if type(event) is al.TextDelta:
+        if type(event) is al.stream.TextDelta:
             parts.append(event.delta)
         on_event(event)
     return "".join(parts)
@@ -101,7 +101,7 @@ async def floor_stream_channel(replay: Replay, on_event: Callable[[Any], object]
     async def produce() -> None:
         async with send:
             async for event in replay.next_stream():
-                if type(event) is al.TextDelta:
+                if type(event) is al.stream.TextDelta:
                     parts.append(event.delta)
                 await send.send(event)
 

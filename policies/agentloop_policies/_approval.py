@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from agentloop import APPROVED, ApprovalDecision, Approved, ApprovedWith, Rejected
+from agentloop.policy import APPROVED, ApprovalDecision, Approved, ApprovedWith, Rejected
 
 if TYPE_CHECKING:
     from agentloop import AgentTool, ToolCall

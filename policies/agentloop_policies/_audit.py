@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
 
-    from agentloop import AgentEvent, AgentTool, ApprovalCallback, ApprovalDecision, ToolCall
+    from agentloop import AgentEvent, AgentTool, ToolCall
+    from agentloop.policy import ApprovalCallback, ApprovalDecision
 
 __all__ = ["AuditLogger", "WatchedPolicy"]
 

@@ -46,14 +46,14 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Literal
 
-from agentloop import CONTINUE, PolicyVerdict, Replace, Stop
+from agentloop.policy import CONTINUE, PolicyVerdict, Replace, Stop
 
 from ._pii import rewrite_results
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from agentloop import PolicyContext
+    from agentloop.policy import PolicyContext
 
 __all__ = ["INJECTION_RULES", "PromptInjectionGuard"]
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from agentloop import CONTINUE, PolicyVerdict, Stop
+from agentloop.policy import CONTINUE, PolicyVerdict, Stop
 
 if TYPE_CHECKING:
-    from agentloop import PolicyContext, Usage
+    from agentloop import Usage
+    from agentloop.policy import PolicyContext
 
 __all__ = ["Budget", "MaxTurns", "tokens_of"]
 

@@ -20,19 +20,11 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from agentloop import (
-    CONTINUE,
-    AssistantMessage,
-    Inject,
-    PolicyVerdict,
-    Stop,
-    ToolCall,
-    UserMessage,
-    extract_text,
-)
+from agentloop import AssistantMessage, ToolCall, UserMessage, extract_text
+from agentloop.policy import CONTINUE, Inject, PolicyVerdict, Stop
 
 if TYPE_CHECKING:
-    from agentloop import PolicyContext
+    from agentloop.policy import PolicyContext
 
 __all__ = ["DEFAULT_NUDGE", "LoopDetection"]
 
@@ -120,7 +112,7 @@ class LoopDetection:
                         f"arguments within the last {len(window)} tool calls, despite a nudge"
                     )
                 )
-            return Inject(messages=[UserMessage.text(text)])
+            return Inject(messages=[UserMessage.from_text(text)])
         return CONTINUE
 
     def _recent(

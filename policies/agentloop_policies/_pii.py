@@ -42,12 +42,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agentloop import CONTINUE, PolicyVerdict, Replace, Text, ToolResultMessage
+from agentloop import Text, ToolResultMessage
+from agentloop.policy import CONTINUE, PolicyVerdict, Replace
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from agentloop import ContentBlock, PolicyContext
+    from agentloop import ContentBlock
+    from agentloop.policy import PolicyContext
 
 __all__ = ["PiiRedactor", "luhn_valid", "rewrite_results"]
 

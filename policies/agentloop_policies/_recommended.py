@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Iterable, Mapping, Sequence
 
-    from agentloop import PostLoopPolicy, PostTurnPolicy, PreDispatchPolicy, PreTurnPolicy
+    from agentloop.policy import PostLoopPolicy, PostTurnPolicy, PreDispatchPolicy, PreTurnPolicy
 
 __all__ = ["DEFAULT_DENIED", "RecommendedPolicies"]
 

@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from agentloop import ALLOW, DispatchVerdict, Rewrite, Skip
+from agentloop.policy import ALLOW, DispatchVerdict, Rewrite, Skip
 
 from ._arguments import (
     NOT_PATH_FORMATS as NOT_PATH_FORMATS,
@@ -87,7 +87,8 @@ from ._arguments import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from agentloop import AgentTool, DispatchContext
+    from agentloop import AgentTool
+    from agentloop.policy import DispatchContext
 
     from ._arguments import Location
 

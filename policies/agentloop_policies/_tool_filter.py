@@ -22,12 +22,12 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
-from agentloop import ALLOW, DispatchVerdict, Skip
+from agentloop.policy import ALLOW, DispatchVerdict, Skip
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from agentloop import DispatchContext
+    from agentloop.policy import DispatchContext
 
 __all__ = ["ToolAllowList", "ToolDenyList", "ToolPatterns"]
 

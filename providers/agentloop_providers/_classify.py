@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from agentloop import ErrorEvent, ErrorKind
+from agentloop import ErrorKind
+from agentloop.stream import ErrorEvent
 
 from ._secrets import excerpt
 

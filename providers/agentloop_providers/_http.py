@@ -33,10 +33,12 @@ import os
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import anyio
+import anyio.lowlevel
 import httpx
 import msgspec
 
-from agentloop import Done, ErrorEvent, ErrorKind
+from agentloop import ErrorKind
+from agentloop.stream import Done, ErrorEvent
 
 from ._classify import classify_payload, classify_response, decode_body
 from ._frames import DEFAULT_MAX_EVENT_BYTES
@@ -56,7 +58,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from types import TracebackType
 
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = [
     "FrameDecoder",
@@ -72,6 +75,11 @@ logger = logging.getLogger("agentloop_providers")
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
+
+
+def _current_loop() -> object:
+    """The running event loop (asyncio's loop, trio's token): what a client is bound to."""
+    return anyio.lowlevel.current_token().native_token
 
 
 class HttpProvider:
@@ -131,6 +139,7 @@ class HttpProvider:
         self.__api_key = api_key
         self._client = client
         self._owns_client = client is None
+        self._client_loop: object = None
         self.idle_timeout = idle_timeout
         self.deadline = deadline
         self.connect_timeout = connect_timeout
@@ -147,17 +156,29 @@ class HttpProvider:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The client in use, created on first use when none was given."""
+        """The client in use, created on first use when none was given.
+
+        A client belongs to the event loop it was created on (its connections are that loop's
+        sockets), so one this provider created is created again on another event loop: the
+        same provider works across successive loops and backends. Close it (``aclose``) before
+        its loop ends; ``Agent.prompt_sync`` does so for the loop it runs.
+        """
+        loop = _current_loop()
+        if self._client is not None and self._owns_client and self._client_loop is not loop:
+            logger.debug("%s: a new HTTP client for a new event loop", type(self).__name__)
+            self._client = None
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self._timeout())
             self._owns_client = True
+            self._client_loop = loop
         return self._client
 
     async def aclose(self) -> None:
         """Close the client if this provider created it (a given client is left open)."""
         client, self._client = self._client, None
         if client is not None and self._owns_client:
-            await client.aclose()
+            if self._client_loop is _current_loop():
+                await client.aclose()
         elif client is not None:
             self._client = client
 

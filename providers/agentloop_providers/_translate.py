@@ -15,11 +15,11 @@ from typing import Any, Protocol
 
 import msgspec
 
-from agentloop import (
+from agentloop import ErrorKind
+from agentloop.stream import (
     AssistantMessageEvent,
     Done,
     ErrorEvent,
-    ErrorKind,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,

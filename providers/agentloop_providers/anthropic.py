@@ -15,28 +15,30 @@ import msgspec
 
 from agentloop import (
     AssistantMessage,
-    Done,
-    ErrorEvent,
     ErrorKind,
     Extension,
-    ExtensionBlock,
     Image,
     StopReason,
-    StreamStart,
     Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentloop.stream import (
+    Done,
+    ErrorEvent,
+    ExtensionBlock,
+    StreamStart,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
-    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolResultMessage,
-    UserMessage,
 )
 
 from ._classify import classify_payload
@@ -47,7 +49,8 @@ from ._secrets import excerpt
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+    from agentloop import ModelSpec, StreamOptions, Usage
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
     from ._sse import ServerSentEvent
 

@@ -29,7 +29,8 @@ from .openai_chat import OpenAIChatCompat, OpenAIChatProvider, openai_chat_paylo
 from .openai_responses import OpenAIResponsesProvider, responses_payload
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["AzureChatProvider", "AzureResponsesProvider"]
 

@@ -24,26 +24,28 @@ import msgspec
 
 from agentloop import (
     AssistantMessage,
-    Done,
-    ErrorEvent,
     ErrorKind,
-    ExtensionBlock,
     Image,
     StopReason,
     Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentloop.stream import (
+    Done,
+    ErrorEvent,
+    ExtensionBlock,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
-    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolResultMessage,
-    UserMessage,
 )
 
 from ._classify import classify_payload
@@ -64,7 +66,8 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["BedrockProvider"]
 

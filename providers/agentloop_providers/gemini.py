@@ -28,26 +28,28 @@ import msgspec
 
 from agentloop import (
     AssistantMessage,
-    Done,
-    ErrorEvent,
     ErrorKind,
     Image,
     StopReason,
-    StreamStart,
     Text,
+    Thinking,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentloop.stream import (
+    Done,
+    ErrorEvent,
+    StreamStart,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
-    ThinkingLevel,
     ThinkingStart,
-    ToolCall,
     ToolCallEnd,
     ToolCallStart,
-    ToolResultMessage,
-    UserMessage,
 )
 
 from ._classify import classify_payload
@@ -62,7 +64,8 @@ from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+    from agentloop import ModelSpec, StreamOptions, Usage
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
     from ._sse import ServerSentEvent
 

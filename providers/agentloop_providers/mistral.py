@@ -28,7 +28,8 @@ from .openai_chat import (
 )
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["MistralParser", "MistralProvider", "mistral_payload", "mistral_tool_id"]
 

@@ -14,24 +14,26 @@ import msgspec
 
 from agentloop import (
     AssistantMessage,
-    Done,
     Image,
     StopReason,
-    StreamStart,
     Text,
+    Thinking,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentloop.stream import (
+    Done,
+    StreamStart,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
-    ThinkingLevel,
     ThinkingStart,
-    ToolCall,
     ToolCallEnd,
     ToolCallStart,
-    ToolResultMessage,
-    UserMessage,
 )
 
 from ._classify import classify_payload
@@ -41,7 +43,8 @@ from ._ndjson import NDJSONDecoder
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "ollama_payload"]
 

@@ -21,27 +21,29 @@ import msgspec
 
 from agentloop import (
     AssistantMessage,
-    Done,
-    ErrorEvent,
     ErrorKind,
-    ExtensionBlock,
     Image,
     StopReason,
-    StreamStart,
     Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentloop.stream import (
+    Done,
+    ErrorEvent,
+    ExtensionBlock,
+    StreamStart,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
-    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolResultMessage,
-    UserMessage,
 )
 
 from ._classify import classify_payload
@@ -59,7 +61,8 @@ from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+    from agentloop import ModelSpec, StreamOptions, Usage
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
     from ._sse import ServerSentEvent
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions
+from agentloop import ModelSpec, StreamOptions
+from agentloop.stream import AssistantMessageEvent, LlmContext
 
 from ._http import HttpProvider, ProtocolError
 

@@ -25,7 +25,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from agentloop import Done, ErrorEvent, ErrorKind, StreamFn
+from agentloop import ErrorKind
+from agentloop.stream import Done, ErrorEvent, StreamFn
 
 from .proxy import ProxyRequest
 

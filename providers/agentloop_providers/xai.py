@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from agentloop import Cost, Done, ErrorEvent, ThinkingLevel
+from agentloop import Cost, ThinkingLevel
+from agentloop.stream import Done, ErrorEvent
 
 from ._convert import usage as make_usage
 from .openai_chat import (
@@ -26,7 +27,8 @@ from .openai_chat import (
 from .openai_responses import OpenAIResponsesProvider, responses_payload
 
 if TYPE_CHECKING:
-    from agentloop import AssistantMessageEvent, LlmContext, ModelSpec, StreamOptions, Usage
+    from agentloop import ModelSpec, StreamOptions, Usage
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
     from ._sse import ServerSentEvent
 

@@ -71,7 +71,9 @@ class ZeroDelayRetry:
     """``ExponentialBackoff``'s retry decisions with no delay at all."""
 
     def __init__(self, max_attempts: int = 3) -> None:
-        self._inner = al.ExponentialBackoff(max_attempts=max_attempts, base_delay=0.0, jitter=False)
+        self._inner = al.retry.ExponentialBackoff(
+            max_attempts=max_attempts, base_delay=0.0, jitter=False
+        )
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
         return self._inner.should_retry(error, attempt)
@@ -127,7 +129,7 @@ class StreamCall:
         label: what kind of script this is, for hypothesis' statistics and failure reports.
     """
 
-    events: tuple[al.AssistantMessageEvent, ...]
+    events: tuple[al.stream.AssistantMessageEvent, ...]
     raise_after: int | None = None
     raise_kind: RaiseKind = "network"
     label: str = "valid"
@@ -148,12 +150,12 @@ class StreamCall:
 DONE_TEXT = "done"
 
 
-def _done_events() -> tuple[al.AssistantMessageEvent, ...]:
+def _done_events() -> tuple[al.stream.AssistantMessageEvent, ...]:
     return (
-        al.TextStart(index=0),
-        al.TextDelta(index=0, delta=DONE_TEXT),
-        al.TextEnd(index=0),
-        al.Done(stop_reason=al.StopReason.STOP),
+        al.stream.TextStart(index=0),
+        al.stream.TextDelta(index=0, delta=DONE_TEXT),
+        al.stream.TextEnd(index=0),
+        al.stream.Done(stop_reason=al.StopReason.STOP),
     )
 
 
@@ -176,8 +178,8 @@ class ScriptPlayer:
         self.unpaired_requests: list[str] = []
 
     def __call__(
-        self, model: al.ModelSpec, context: al.LlmContext, options: al.StreamOptions
-    ) -> AsyncIterator[al.AssistantMessageEvent]:
+        self, model: al.ModelSpec, context: al.stream.LlmContext, options: al.StreamOptions
+    ) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         problem = paired(context.messages)
         if problem is not None:
             self.unpaired_requests.append(problem)
@@ -188,7 +190,7 @@ class ScriptPlayer:
         self.calls += 1
         return self._play(call)
 
-    async def _play(self, call: StreamCall) -> AsyncIterator[al.AssistantMessageEvent]:
+    async def _play(self, call: StreamCall) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         tracker = self.tracker
         token = tracker.enter("stream")
         try:
@@ -226,7 +228,7 @@ class BehaviourTool(al.Tool):
         self.invalid_arguments: list[Any] = []
 
     async def execute(
-        self, call_id: str, arguments: Any, on_update: al.OnUpdate
+        self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
     ) -> al.AgentToolResult:
         if not _valid(arguments):
             self.invalid_arguments.append(arguments)

@@ -35,14 +35,16 @@ def prior_history() -> list[al.AgentMessage]:
     """A well-paired earlier conversation, for runs that do not start from nothing."""
     call = al.ToolCall(id="h1", name="ok", arguments={"n": 0})
     return [
-        al.UserMessage.text("earlier"),
+        al.UserMessage.from_text("earlier"),
         al.AssistantMessage(content=[call], stop_reason=al.StopReason.TOOL_USE),
         al.ToolResultMessage(tool_call_id="h1", tool_name="ok", content=[al.Text(text="r")]),
         al.AssistantMessage(content=[al.Text(text="earlier answer")]),
     ]
 
 
-def _transform(messages: list[al.AgentMessage], ctx: al.TransformContext) -> list[al.AgentMessage]:
+def _transform(
+    messages: list[al.AgentMessage], ctx: al.loop.TransformContext
+) -> list[al.AgentMessage]:
     """A context transformer that reports a compaction when asked to recover from overflow."""
     if ctx.overflow:
         ctx.report("pruned after an overflow")
@@ -57,34 +59,36 @@ class _Policies:
         self.loop_evaluations = 0
         self.approvals = 0
 
-    def pre_turn(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
+    def pre_turn(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
         for turn, verdict in self.plan.pre_turn:
             if turn == ctx.turn:
                 return self._turn_verdict(verdict, f"inject-pre-{turn}", ctx)
-        return al.CONTINUE
+        return al.policy.CONTINUE
 
-    def post_turn(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
+    def post_turn(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
         for turn, verdict in self.plan.post_turn:
             if turn == ctx.turn:
                 return self._turn_verdict(verdict, f"inject-post-{turn}", ctx)
-        return al.CONTINUE
+        return al.policy.CONTINUE
 
-    def post_loop(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
+    def post_loop(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
         n = self.loop_evaluations
         self.loop_evaluations += 1
         for nth, verdict in self.plan.post_loop:
             if nth == n:
                 return self._turn_verdict(verdict, f"inject-loop-{n}", ctx)
-        return al.CONTINUE
+        return al.policy.CONTINUE
 
     @staticmethod
-    def _turn_verdict(verdict: str, text: str, ctx: al.PolicyContext) -> al.PolicyVerdict:
+    def _turn_verdict(
+        verdict: str, text: str, ctx: al.policy.PolicyContext
+    ) -> al.policy.PolicyVerdict:
         if verdict == "stop":
-            return al.Stop(reason="planned")
+            return al.policy.Stop(reason="planned")
         if verdict == "inject":
-            return al.Inject(messages=[al.UserMessage.text(text)])
+            return al.policy.Inject(messages=[al.UserMessage.from_text(text)])
         if verdict == "replace":
-            return al.Replace(
+            return al.policy.Replace(
                 tool_results=[
                     al.ToolResultMessage(
                         tool_call_id=r.tool_call_id,
@@ -96,35 +100,37 @@ class _Policies:
             )
         if verdict == "raise":
             raise RuntimeError("planned policy failure")
-        return al.CONTINUE
+        return al.policy.CONTINUE
 
-    async def approve(self, call: al.ToolCall, tool: al.AgentTool | None) -> al.ApprovalDecision:
+    async def approve(
+        self, call: al.ToolCall, tool: al.AgentTool | None
+    ) -> al.policy.ApprovalDecision:
         n = self.approvals
         self.approvals += 1
         await anyio.lowlevel.checkpoint()
         for nth, decision in self.plan.approval or ():
             if nth == n:
                 if decision == "reject":
-                    return al.Rejected(reason="planned")
+                    return al.policy.Rejected(reason="planned")
                 if decision == "rewrite":
-                    return al.ApprovedWith(arguments={"n": 1})
+                    return al.policy.ApprovedWith(arguments={"n": 1})
                 raise RuntimeError("planned approval failure")
-        return al.APPROVED
+        return al.policy.APPROVED
 
-    def pre_dispatch(self, ctx: al.DispatchContext) -> al.DispatchVerdict:
+    def pre_dispatch(self, ctx: al.policy.DispatchContext) -> al.policy.DispatchVerdict:
         ids = [c.id for c in ctx.batch]
         position = ids.index(ctx.call.id) if ctx.call.id in ids else -1
         for turn, at, verdict in self.plan.pre_dispatch:
             if turn == ctx.turn and at == position:
                 if verdict == "skip":
-                    return al.Skip(reason="planned")
+                    return al.policy.Skip(reason="planned")
                 if verdict == "stop":
-                    return al.Stop(reason="planned")
+                    return al.policy.Stop(reason="planned")
                 if verdict == "rewrite" and ctx.call.arguments != {"n": 0}:
-                    return al.Rewrite(arguments={"n": 0})
+                    return al.policy.Rewrite(arguments={"n": 0})
                 if verdict == "raise":
                     raise RuntimeError("planned dispatch policy failure")
-        return al.ALLOW
+        return al.policy.ALLOW
 
 
 @dataclasses.dataclass
@@ -182,7 +188,7 @@ async def perform(
     player = ScriptPlayer(scenario.script, tracker)
     events: list[al.AgentEvent] = []
     history = prior_history() if scenario.history else []
-    prompts: list[al.AgentMessage] = [al.UserMessage.text(p) for p in scenario.prompts]
+    prompts: list[al.AgentMessage] = [al.UserMessage.from_text(p) for p in scenario.prompts]
     steering = Queue(scenario.steering_mode, clock=lambda: len(events))
     follow_up = Queue(scenario.follow_up_mode, clock=lambda: len(events))
     plan = _Policies(scenario.policies)
@@ -221,14 +227,14 @@ async def perform(
         if agent is not None:
             agent.steer(text)
         else:
-            steering.put(al.UserMessage.text(text))
+            steering.put(al.UserMessage.from_text(text))
 
     def queue_follow_up(text: str) -> None:
         follow_up_sent.append(text)
         if agent is not None:
             agent.follow_up(text)
         else:
-            follow_up.put(al.UserMessage.text(text))
+            follow_up.put(al.UserMessage.from_text(text))
 
     def follow_ups_left() -> list[str]:
         items = agent.queued_follow_up if agent is not None else list(follow_up.items)
@@ -275,7 +281,7 @@ async def perform(
                 else:
                     scope.cancel()
 
-    config = al.AgentLoopConfig(
+    config = al.loop.AgentLoopConfig(
         model=MODEL,
         stream_fn=player,
         tools=tools,
@@ -287,11 +293,13 @@ async def perform(
         max_concurrent_tools=scenario.max_concurrent_tools,
         **policy_kwargs,
     )
-    context = al.AgentContext(messages=list(history))
+    context = al.loop.AgentContext(messages=list(history))
     if entry == "run_loop":
-        result = await al.run_loop(prompts, context, config, on_event=on_event, cancel_scope=scope)
+        result = await al.loop.run_loop(
+            prompts, context, config, on_event=on_event, cancel_scope=scope
+        )
     elif entry == "agent_loop":
-        async with al.agent_loop(prompts, context, config, cancel_scope=scope) as stream:
+        async with al.loop.agent_loop(prompts, context, config, cancel_scope=scope) as stream:
             async for event in stream:
                 on_event(event)
         result = stream.result

@@ -98,7 +98,7 @@ _COST = st.one_of(
 
 @dataclasses.dataclass
 class _Block:
-    events: list[al.AssistantMessageEvent]
+    events: list[al.stream.AssistantMessageEvent]
     is_call: bool = False
     truncated: bool = False
 
@@ -108,9 +108,9 @@ def _text_block(draw: st.DrawFn, index: int) -> _Block:
     parts = draw(chunks(draw(_TEXT)))
     return _Block(
         [
-            al.TextStart(index=index),
-            *(al.TextDelta(index=index, delta=p) for p in parts),
-            al.TextEnd(index=index),
+            al.stream.TextStart(index=index),
+            *(al.stream.TextDelta(index=index, delta=p) for p in parts),
+            al.stream.TextEnd(index=index),
         ]
     )
 
@@ -121,9 +121,9 @@ def _thinking_block(draw: st.DrawFn, index: int) -> _Block:
     signature = draw(st.none() | st.just("sig"))
     return _Block(
         [
-            al.ThinkingStart(index=index),
-            *(al.ThinkingDelta(index=index, delta=p) for p in parts),
-            al.ThinkingEnd(index=index, signature=signature),
+            al.stream.ThinkingStart(index=index),
+            *(al.stream.ThinkingDelta(index=index, delta=p) for p in parts),
+            al.stream.ThinkingEnd(index=index, signature=signature),
         ]
     )
 
@@ -134,10 +134,12 @@ def _call_block(
 ) -> _Block:
     name = draw(st.sampled_from(BEHAVIOURS if valid else TOOL_NAMES))
     arguments = draw(tool_arguments(valid=valid))
-    start = al.ToolCallStart(index=index, id=call_id, name=name)
+    start = al.stream.ToolCallStart(index=index, id=call_id, name=name)
     if not truncate and draw(st.booleans()) and isinstance(arguments, dict):
         # Providers that receive the arguments as an object pass them at the end.
-        return _Block([start, al.ToolCallEnd(index=index, arguments=arguments)], is_call=True)
+        return _Block(
+            [start, al.stream.ToolCallEnd(index=index, arguments=arguments)], is_call=True
+        )
     raw = msgspec.json.encode(arguments).decode()
     if truncate:
         raw = raw[: draw(st.integers(0, max(0, len(raw) - 1)))] or "{"
@@ -145,8 +147,8 @@ def _call_block(
     return _Block(
         [
             start,
-            *(al.ToolCallDelta(index=index, delta=p) for p in parts),
-            al.ToolCallEnd(index=index),
+            *(al.stream.ToolCallDelta(index=index, delta=p) for p in parts),
+            al.stream.ToolCallEnd(index=index),
         ],
         is_call=True,
         truncated=truncate,
@@ -154,13 +156,13 @@ def _call_block(
 
 
 @st.composite
-def _interleave(draw: st.DrawFn, blocks: list[_Block]) -> list[al.AssistantMessageEvent]:
+def _interleave(draw: st.DrawFn, blocks: list[_Block]) -> list[al.stream.AssistantMessageEvent]:
     if len(blocks) < 2 or not draw(st.booleans()):
         return [e for b in blocks for e in b.events]
     labels = [i for i, b in enumerate(blocks) for _ in b.events]
     order = draw(st.permutations(labels))
     positions = [0] * len(blocks)
-    out: list[al.AssistantMessageEvent] = []
+    out: list[al.stream.AssistantMessageEvent] = []
     for i in order:
         out.append(blocks[i].events[positions[i]])
         positions[i] += 1
@@ -209,13 +211,15 @@ def answers(
             blocks.append(draw(_call_block(index, call_id, truncate=False)))
         else:
             blocks.append(
-                _Block([al.ExtensionBlock(index=index, type_name="citation", data={"i": index})])
+                _Block(
+                    [al.stream.ExtensionBlock(index=index, type_name="citation", data={"i": index})]
+                )
             )
     if truncated_call:
         blocks.append(draw(_call_block(len(blocks), f"{call_prefix}cut", truncate=True)))
-    events: list[al.AssistantMessageEvent] = []
+    events: list[al.stream.AssistantMessageEvent] = []
     if draw(st.booleans()):
-        events.append(al.StreamStart(provider="conformance", model_id="scripted"))
+        events.append(al.stream.StreamStart(provider="conformance", model_id="scripted"))
     events.extend(draw(_interleave(blocks)))
     has_calls = any(b.is_call for b in blocks)
     if truncated_call:
@@ -228,7 +232,7 @@ def answers(
         )
     else:
         stop = draw(st.sampled_from([al.StopReason.STOP] * 4 + [al.StopReason.LENGTH]))
-    events.append(al.Done(stop_reason=stop, usage=draw(_USAGE), cost=draw(_COST)))
+    events.append(al.stream.Done(stop_reason=stop, usage=draw(_USAGE), cost=draw(_COST)))
     label = "truncated_call" if truncated_call else ("calls" if has_calls else "text")
     return StreamCall(events=tuple(events), label=label)
 
@@ -240,7 +244,7 @@ def batch_answers(draw: st.DrawFn, *, call_prefix: str = "t", max_calls: int = 4
     blocks = [
         draw(_call_block(i, f"{call_prefix}{i}", truncate=False, valid=True)) for i in range(n)
     ]
-    events = [*draw(_interleave(blocks)), al.Done(stop_reason=al.StopReason.TOOL_USE)]
+    events = [*draw(_interleave(blocks)), al.stream.Done(stop_reason=al.StopReason.TOOL_USE)]
     return StreamCall(events=tuple(events), label="batch")
 
 
@@ -248,10 +252,10 @@ _ERROR_KINDS = st.sampled_from(list(al.ErrorKind))
 
 
 @st.composite
-def error_events(draw: st.DrawFn) -> al.ErrorEvent:
+def error_events(draw: st.DrawFn) -> al.stream.ErrorEvent:
     """A classified failure event: any kind, a retry-after hint, perhaps usage, perhaps aborted."""
     kind = draw(_ERROR_KINDS)
-    return al.ErrorEvent(
+    return al.stream.ErrorEvent(
         kind=kind,
         message=f"scripted {kind}",
         retry_after=draw(st.none() | st.sampled_from([0.0, 1.5, 30.0, 500.0])),
@@ -286,12 +290,12 @@ def broken_calls(draw: st.DrawFn, *, call_prefix: str = "b") -> StreamCall:
         base = draw(answers(call_prefix=call_prefix, max_blocks=2, calls=False))
         index = 10
         bad = (
-            al.ToolCallStart(index=index, id=f"{call_prefix}bad", name="ok"),
-            al.ToolCallDelta(index=index, delta='{"n": 1,,'),
-            al.ToolCallEnd(index=index),
+            al.stream.ToolCallStart(index=index, id=f"{call_prefix}bad", name="ok"),
+            al.stream.ToolCallDelta(index=index, delta='{"n": 1,,'),
+            al.stream.ToolCallEnd(index=index),
         )
         return StreamCall(
-            events=(*base.events[:-1], *bad, al.Done(stop_reason=al.StopReason.TOOL_USE)),
+            events=(*base.events[:-1], *bad, al.stream.Done(stop_reason=al.StopReason.TOOL_USE)),
             label=how,
         )
     base = draw(answers(call_prefix=call_prefix))
@@ -300,15 +304,15 @@ def broken_calls(draw: st.DrawFn, *, call_prefix: str = "b") -> StreamCall:
     if how == "missing_end":
         return StreamCall(events=tuple(body), label=how)
     if how == "after_end":
-        return StreamCall(events=(*events, al.TextDelta(index=0, delta="late")), label=how)
+        return StreamCall(events=(*events, al.stream.TextDelta(index=0, delta="late")), label=how)
     position = draw(st.integers(0, len(body)))
     if how == "delta_before_start":
-        body.insert(position, al.TextDelta(index=77, delta="orphan"))
+        body.insert(position, al.stream.TextDelta(index=77, delta="orphan"))
         return StreamCall(events=(*body, events[-1]), label=how)
     if how == "double_start":
-        body.insert(position, al.TextStart(index=0))
-        if not any(isinstance(e, al.TextStart) and e.index == 0 for e in body[:position]):
-            body.insert(position, al.TextStart(index=0))
+        body.insert(position, al.stream.TextStart(index=0))
+        if not any(isinstance(e, al.stream.TextStart) and e.index == 0 for e in body[:position]):
+            body.insert(position, al.stream.TextStart(index=0))
         return StreamCall(events=(*body, events[-1]), label=how)
     if how == "error_at":
         return StreamCall(events=(*body[:position], draw(error_events())), label=how)

@@ -86,8 +86,8 @@ class GatedModel:
         self.calls = 0
 
     def __call__(
-        self, model: al.ModelSpec, context: al.LlmContext, options: al.StreamOptions
-    ) -> AsyncIterator[al.AssistantMessageEvent]:
+        self, model: al.ModelSpec, context: al.stream.LlmContext, options: al.StreamOptions
+    ) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         self.calls += 1
         reply = (
             self.replies.popleft()
@@ -98,7 +98,7 @@ class GatedModel:
 
     async def _play(
         self, reply: al.AssistantMessage, n: int
-    ) -> AsyncIterator[al.AssistantMessageEvent]:
+    ) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         from agentloop.testing import events_for
 
         token = self.tracker.enter("stream")
@@ -106,8 +106,8 @@ class GatedModel:
             await self.gate.wait()
             for event in events_for(reply, chunk_size=3):
                 await anyio.lowlevel.checkpoint()
-                if isinstance(event, al.ToolCallStart):
-                    event = al.ToolCallStart(
+                if isinstance(event, al.stream.ToolCallStart):
+                    event = al.stream.ToolCallStart(
                         index=event.index, id=f"m{n}_{event.id}", name=event.name
                     )
                 yield event
@@ -128,7 +128,7 @@ class GatedTool(al.Tool):
         self.tracker = tracker
 
     async def execute(
-        self, call_id: str, arguments: Any, on_update: al.OnUpdate
+        self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
     ) -> al.AgentToolResult:
         token = self.tracker.enter(f"tool {call_id}")
         try:
@@ -193,7 +193,9 @@ class AgentMachine(RuleBasedStateMachine):
     def _new_agent(self, checkpoint: al.Checkpoint | None = None) -> al.Agent:
         options: dict[str, Any] = {"retry_strategy": ZeroDelayRetry()}
         if checkpoint is not None:
-            return al.Agent.restore(checkpoint, tools=self.tools, stream_fn=self.model, **options)
+            return al.Agent.from_checkpoint(
+                checkpoint, tools=self.tools, stream_fn=self.model, **options
+            )
         return al.Agent(model=MODEL, stream_fn=self.model, tools=self.tools, **options)
 
     def _subscribe_recorder(self) -> None:

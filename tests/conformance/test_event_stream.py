@@ -19,7 +19,7 @@ BACKENDS = ("asyncio", "trio")
 async def _read_then_leave(scenario: Scenario, stop_after: int) -> tuple[Tracker, int, int]:
     tasks_before = len(anyio.get_running_tasks())
     tracker = Tracker()
-    config = al.AgentLoopConfig(
+    config = al.loop.AgentLoopConfig(
         model=MODEL,
         stream_fn=ScriptPlayer(scenario.script, tracker),
         tools=make_tools(tracker),
@@ -29,9 +29,9 @@ async def _read_then_leave(scenario: Scenario, stop_after: int) -> tuple[Tracker
         tool_execution=scenario.tool_execution,
     )
     grammar = Lifecycle()
-    prompts = [al.UserMessage.text(p) for p in scenario.prompts]
+    prompts = [al.UserMessage.from_text(p) for p in scenario.prompts]
     read = 0
-    async with al.agent_loop(prompts, al.AgentContext(), config) as events:
+    async with al.loop.agent_loop(prompts, al.loop.AgentContext(), config) as events:
         async for event in events:
             grammar.feed(event)
             read += 1

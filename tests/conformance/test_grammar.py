@@ -14,7 +14,7 @@ from .grammar import GrammarError, check_events
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-PROMPT = al.UserMessage.text("go")
+PROMPT = al.UserMessage.from_text("go")
 CALL_A = al.ToolCall(id="a", name="ok", arguments={"n": 0})
 CALL_B = al.ToolCall(id="b", name="ok", arguments={"n": 0})
 ANSWER = al.AssistantMessage(content=[CALL_A, CALL_B], stop_reason=al.StopReason.TOOL_USE)
@@ -23,7 +23,7 @@ OK = al.AgentToolResult.text("r")
 RESULT_A = al.ToolResultMessage(tool_call_id="a", tool_name="ok", content=[al.Text(text="r")])
 RESULT_B = al.ToolResultMessage(tool_call_id="b", tool_name="ok", content=[al.Text(text="r")])
 EMPTY = al.AssistantMessage()
-DELTA = al.MessageUpdate(event=al.TextDelta(index=0, delta="x"))
+DELTA = al.MessageUpdate(event=al.stream.TextDelta(index=0, delta="x"))
 
 
 def valid_run() -> list[al.AgentEvent]:

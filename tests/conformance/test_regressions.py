@@ -21,8 +21,8 @@ from .grammar import check_events
 pytestmark = pytest.mark.anyio
 
 
-def _config(stream: al.StreamFn, **kwargs: object) -> al.AgentLoopConfig:
-    return al.AgentLoopConfig(
+def _config(stream: al.stream.StreamFn, **kwargs: object) -> al.loop.AgentLoopConfig:
+    return al.loop.AgentLoopConfig(
         model=MODEL,
         stream_fn=stream,
         tools=make_tools(Tracker()),
@@ -39,16 +39,16 @@ async def test_error_answer_tool_calls_get_results() -> None:
     dispatch). Actual: the error path of ``_turn_body`` emits ``TurnEnd(error)`` directly, so
     the history holds a tool call without a result and no tool events were emitted for it.
     """
-    answer: list[al.AssistantMessageEvent] = [
-        al.ToolCallStart(index=0, id="c1", name="ok"),
-        al.ToolCallDelta(index=0, delta='{"n": 0}'),
-        al.ToolCallEnd(index=0),
-        al.ErrorEvent(kind=al.ErrorKind.AUTH, message="denied"),
+    answer: list[al.stream.AssistantMessageEvent] = [
+        al.stream.ToolCallStart(index=0, id="c1", name="ok"),
+        al.stream.ToolCallDelta(index=0, delta='{"n": 0}'),
+        al.stream.ToolCallEnd(index=0),
+        al.stream.ErrorEvent(kind=al.ErrorKind.AUTH, message="denied"),
     ]
     events: list[al.AgentEvent] = []
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(ScriptedStream([answer])),
         on_event=events.append,
     )
@@ -73,10 +73,12 @@ async def test_abort_during_retry_backoff_ends_the_open_answer() -> None:
         if isinstance(event, al.StreamRetry):
             scope.cancel()
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
-        _config(ScriptedStream([al.ErrorEvent(kind=al.ErrorKind.NETWORK), reply_text("hi")])),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        _config(
+            ScriptedStream([al.stream.ErrorEvent(kind=al.ErrorKind.NETWORK), reply_text("hi")])
+        ),
         on_event=on_event,
         cancel_scope=scope,
     )
@@ -96,16 +98,16 @@ async def test_abort_at_turn_end_leaves_follow_ups_queued() -> None:
     does the abort take effect: the history ends with an unanswered "later".
     """
     follow_up = Queue("one_at_a_time")
-    follow_up.put(al.UserMessage.text("later"))
+    follow_up.put(al.UserMessage.from_text("later"))
     scope = anyio.CancelScope()
 
     def on_event(event: al.AgentEvent) -> None:
         if isinstance(event, al.TurnEnd):
             scope.cancel()
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(ScriptedStream([reply_text("hi")]), get_follow_up_messages=follow_up),
         on_event=on_event,
         cancel_scope=scope,
@@ -127,18 +129,18 @@ async def test_polled_steering_survives_a_stopping_policy() -> None:
     steering = Queue("one_at_a_time")
 
     class StopAfterTurn:
-        def evaluate(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
-            return al.Stop(reason="enough")
+        def evaluate(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
+            return al.policy.Stop(reason="enough")
 
-    steer = al.UserMessage.text("change course")
+    steer = al.UserMessage.from_text("change course")
 
     def on_event(event: al.AgentEvent) -> None:
         if isinstance(event, al.ToolExecutionStart) and not steering.polls:
             steering.put(steer)
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(
             ScriptedStream([reply_tool_calls(("ok", {"n": 0}), ("ok", {"n": 1}))]),
             get_steering_messages=steering,
@@ -170,9 +172,9 @@ async def test_abort_during_a_batch_ends_that_turn_on_every_backend() -> None:
         if isinstance(event, al.ToolExecutionStart) and event.call_id == "call_2":
             scope.cancel()
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(
             ScriptedStream([reply_tool_calls(("ok", {"n": 0}), ("ok", {"n": 0})), reply_text("x")]),
             tool_execution="sequential",
@@ -196,7 +198,7 @@ async def test_steering_polled_in_an_aborted_batch_is_not_lost() -> None:
     (``flush_pending`` only sees ``run.pending``): it is in neither the history nor the queue.
     """
     steering = Queue("one_at_a_time")
-    steer = al.UserMessage.text("change course")
+    steer = al.UserMessage.from_text("change course")
     steering.put(steer)
     scope = anyio.CancelScope()
 
@@ -204,9 +206,9 @@ async def test_steering_polled_in_an_aborted_batch_is_not_lost() -> None:
         if isinstance(event, al.ToolExecutionStart):
             scope.cancel()
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(
             ScriptedStream([reply_tool_calls(("ok", {"n": 0}), ("ok", {"n": 0}))]),
             get_steering_messages=steering,
@@ -230,7 +232,7 @@ async def test_messages_flushed_after_an_abort_get_a_new_turn_number() -> None:
     Advancing ``self.turn`` at the end of ``close_turn`` fixes it.
     """
     steering = Queue("one_at_a_time")
-    steering.put(al.UserMessage.text("change course"))
+    steering.put(al.UserMessage.from_text("change course"))
     scope = anyio.CancelScope()
     events: list[al.AgentEvent] = []
 
@@ -239,9 +241,9 @@ async def test_messages_flushed_after_an_abort_get_a_new_turn_number() -> None:
         if isinstance(event, al.ToolExecutionEnd) and event.name == "long":
             scope.cancel()
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(
             ScriptedStream([reply_tool_calls(("ok", {"n": 0}), ("long", {"n": 0}))]),
             get_steering_messages=steering,
@@ -268,10 +270,10 @@ async def test_no_model_call_after_an_abort_during_pre_turn_injection() -> None:
     """
 
     class InjectOnce:
-        def evaluate(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
+        def evaluate(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
             if ctx.turn == 0:
-                return al.Inject(messages=[al.UserMessage.text("injected")])
-            return al.CONTINUE
+                return al.policy.Inject(messages=[al.UserMessage.from_text("injected")])
+            return al.policy.CONTINUE
 
     scope = anyio.CancelScope()
     events: list[al.AgentEvent] = []
@@ -286,9 +288,9 @@ async def test_no_model_call_after_an_abort_during_pre_turn_injection() -> None:
             scope.cancel()
 
     stream = ScriptedStream([reply_text("hi")])
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         _config(stream, pre_turn_policies=[InjectOnce()]),
         on_event=on_event,
         cancel_scope=scope,

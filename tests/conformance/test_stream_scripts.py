@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 
 
 def _accumulate(call: StreamCall) -> al.AssistantMessage:
-    acc = al.Accumulator()
+    acc = al.stream.Accumulator()
     for event in call.events:
         acc.push(event)
     return acc.finish()
 
 
-def _expected_blocks(events: tuple[al.AssistantMessageEvent, ...]) -> list[Any]:
+def _expected_blocks(events: tuple[al.stream.AssistantMessageEvent, ...]) -> list[Any]:
     """The blocks a stream describes, in start order, rebuilt independently of the accumulator."""
     order: list[int] = []
     kinds: dict[int, str] = {}
@@ -37,14 +37,20 @@ def _expected_blocks(events: tuple[al.AssistantMessageEvent, ...]) -> list[Any]:
     objects: dict[int, Any] = {}
     for event in events:
         if isinstance(
-            event, al.TextStart | al.ThinkingStart | al.ToolCallStart | al.ExtensionBlock
+            event,
+            al.stream.TextStart
+            | al.stream.ThinkingStart
+            | al.stream.ToolCallStart
+            | al.stream.ExtensionBlock,
         ):
             order.append(event.index)
             kinds[event.index] = type(event).__name__
             parts[event.index] = []
-        if isinstance(event, al.TextDelta | al.ThinkingDelta | al.ToolCallDelta):
+        if isinstance(
+            event, al.stream.TextDelta | al.stream.ThinkingDelta | al.stream.ToolCallDelta
+        ):
             parts[event.index].append(event.delta)
-        if isinstance(event, al.ToolCallEnd) and event.arguments is not msgspec.UNSET:
+        if isinstance(event, al.stream.ToolCallEnd) and event.arguments is not msgspec.UNSET:
             objects[event.index] = event.arguments
     out: list[Any] = []
     for index in order:
@@ -81,7 +87,7 @@ def _blocks(message: al.AssistantMessage) -> list[Any]:
 def test_an_answer_accumulates_to_what_it_streamed(call: StreamCall) -> None:
     message = _accumulate(call)
     done = call.events[-1]
-    assert isinstance(done, al.Done)
+    assert isinstance(done, al.stream.Done)
     assert message.stop_reason is done.stop_reason
     assert message.error_message is None
     assert message.usage == done.usage

@@ -11,15 +11,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 MODEL = al.ModelSpec(provider="test", model_id="scripted")
-NO_RETRY_DELAY = al.ExponentialBackoff(base_delay=0.0, jitter=False, max_attempts=3)
+NO_RETRY_DELAY = al.retry.ExponentialBackoff(base_delay=0.0, jitter=False, max_attempts=3)
 
 
 def config(
-    script: Sequence[ScriptItem] | al.StreamFn, *, tools: Sequence[Any] = (), **kwargs: Any
-) -> al.AgentLoopConfig:
+    script: Sequence[ScriptItem] | al.stream.StreamFn, *, tools: Sequence[Any] = (), **kwargs: Any
+) -> al.loop.AgentLoopConfig:
     stream = script if callable(script) else ScriptedStream(script)
     kwargs.setdefault("retry_strategy", NO_RETRY_DELAY)
-    return al.AgentLoopConfig(model=MODEL, stream_fn=stream, tools=tools, **kwargs)
+    return al.loop.AgentLoopConfig(model=MODEL, stream_fn=stream, tools=tools, **kwargs)
 
 
 def names(events: Sequence[al.AgentEvent]) -> list[str]:

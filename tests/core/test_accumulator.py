@@ -9,32 +9,34 @@ import pytest
 from hypothesis import given, strategies as st
 
 from agentloop import (
-    Accumulator,
     AssistantMessage,
-    AssistantMessageEvent,
     Cost,
-    Done,
-    ErrorEvent,
     ErrorKind,
     Extension,
-    ExtensionBlock,
     ModelSpec,
     Pricing,
     StopReason,
-    StreamStart,
     Text,
+    Thinking,
+    ToolCall,
+    Usage,
+)
+from agentloop.stream import (
+    Accumulator,
+    AssistantMessageEvent,
+    Done,
+    ErrorEvent,
+    ExtensionBlock,
+    StreamStart,
     TextDelta,
     TextEnd,
     TextStart,
-    Thinking,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
-    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    Usage,
 )
 
 if TYPE_CHECKING:

@@ -16,15 +16,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import agentloop
-from agentloop import (
+from agentloop import AssistantMessage, ErrorKind, ModelSpec, StopReason
+from agentloop.stream import (
     Accumulator,
-    AssistantMessage,
     Done,
     ErrorEvent,
-    ErrorKind,
     ExtensionBlock,
-    ModelSpec,
-    StopReason,
     StreamStart,
     TextDelta,
     TextEnd,
@@ -38,7 +35,9 @@ from agentloop import (
 )
 
 MODEL = ModelSpec(provider="fake", model_id="fake-1")
-ev: Any = agentloop  # the event classes, untyped: these tests build ill-typed events on purpose
+ev: Any = (
+    agentloop.stream
+)  # the event classes, untyped: these tests build ill-typed events on purpose
 _typed = msgspec.json.Decoder(AssistantMessage)
 
 

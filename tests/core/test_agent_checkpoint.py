@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -19,7 +19,6 @@ from agentloop import (
     CustomMessage,
     LlmMessage,
     ModelSpec,
-    OnUpdate,
     Pricing,
     StopReason,
     Text,
@@ -31,6 +30,9 @@ from agentloop import (
     UserMessage,
 )
 from agentloop.testing import ScriptedStream, ScriptItem, reply_text, reply_tool_calls
+
+if TYPE_CHECKING:
+    from agentloop.abc import OnUpdate
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +46,7 @@ class Note(CustomMessage, frozen=True, tag="note"):
 
 def convert(message: AgentMessage) -> LlmMessage | None:
     if isinstance(message, Note):
-        return UserMessage.text(f"[note] {message.text}")
+        return UserMessage.from_text(f"[note] {message.text}")
     return None if isinstance(message, CustomMessage) else message
 
 
@@ -155,21 +157,21 @@ async def test_pause_checkpoint_restore_continues_to_the_same_history() -> None:
         "ToolResultMessage",
         "UserMessage",
     ]
-    assert comparable(checkpoint.messages[-1:]) == comparable([UserMessage.text("use a only")])
+    assert comparable(checkpoint.messages[-1:]) == comparable([UserMessage.from_text("use a only")])
     assert checkpoint.steering == []
     assert checkpoint.tool_names == ["a", "b", "c"]
     assert checkpoint.usage == usage(1)
 
     a2, b2, c2 = GateTool("a"), GateTool("b"), GateTool("c", open_gate=True)
     stream2 = ScriptedStream(script()[1:])
-    restored = Agent.restore(
+    restored = Agent.from_checkpoint(
         round_trip(checkpoint),
         tools=[c2, b2, a2],
         stream_fn=stream2,
         convert_to_llm=convert,
     )
     assert [t.name for t in restored.tools] == ["a", "b", "c"]
-    result = await restored.continue_()
+    result = await restored.continue_run()
     assert result.text == "after steering"
     await restored.prompt("second question")
 
@@ -201,9 +203,9 @@ async def test_checkpoint_between_prompts_with_queued_messages() -> None:
     assert checkpoint.system_prompt == "sys"
     assert checkpoint.model == MODEL
     assert checkpoint.plan_mode
-    assert comparable(checkpoint.follow_up) == comparable([UserMessage.text("later")])
+    assert comparable(checkpoint.follow_up) == comparable([UserMessage.from_text("later")])
 
-    restored = Agent.restore(checkpoint, stream_fn=ScriptedStream(replies[1:]))
+    restored = Agent.from_checkpoint(checkpoint, stream_fn=ScriptedStream(replies[1:]))
     assert restored.plan_mode
     assert restored.queued_follow_up == checkpoint.follow_up
     restored.set_plan_mode(False)
@@ -218,7 +220,7 @@ async def test_restore_needs_every_named_tool() -> None:
     a = GateTool("a")
     agent = Agent(model=MODEL, stream_fn=ScriptedStream([]), tools=[a])
     with pytest.raises(ValueError, match="a"):
-        Agent.restore(agent.checkpoint(), tools=[], stream_fn=ScriptedStream([]))
+        Agent.from_checkpoint(agent.checkpoint(), tools=[], stream_fn=ScriptedStream([]))
 
 
 async def test_pause_while_idle_returns_a_checkpoint_at_once() -> None:
@@ -240,7 +242,7 @@ async def test_request_pause_from_a_tool_stops_at_the_turn_boundary() -> None:
         async def execute(
             self, call_id: str, arguments: Any, on_update: OnUpdate
         ) -> AgentToolResult:
-            assert agent.request_pause()
+            assert agent.pause_nowait()
             return AgentToolResult.text("paused here")
 
     stream = ScriptedStream([reply_tool_calls(("p", {})), reply_text("resumed")])
@@ -251,11 +253,11 @@ async def test_request_pause_from_a_tool_stops_at_the_turn_boundary() -> None:
     assert result.stop_reason is StopReason.TOOL_USE
     assert len(stream.calls) == 1
     checkpoint = round_trip(agent.checkpoint())
-    restored = Agent.restore(
+    restored = Agent.from_checkpoint(
         checkpoint, tools=[PausingTool("p")], stream_fn=ScriptedStream([reply_text("resumed")])
     )
-    assert (await restored.continue_()).text == "resumed"
-    assert not agent.request_pause()  # idle: nothing to pause
+    assert (await restored.continue_run()).text == "resumed"
+    assert not agent.pause_nowait()  # idle: nothing to pause
 
 
 async def test_request_pause_from_a_subscriber() -> None:
@@ -265,7 +267,7 @@ async def test_request_pause_from_a_subscriber() -> None:
 
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, ToolExecutionEnd):
-            agent.request_pause()
+            agent.pause_nowait()
 
     agent.subscribe(on_event)
     result = await agent.prompt("go")
@@ -296,10 +298,10 @@ async def test_pause_awaited_inside_the_run_is_a_clear_error() -> None:
         result = await agent.prompt("go")
     assert result.text == "done"
     (error,) = errors
-    assert "request_pause" in str(error)
+    assert "pause_nowait" in str(error)
 
 
-async def test_pause_from_the_stream_body_is_a_clear_error_and_request_pause_works() -> None:
+async def test_pause_from_the_stream_body_is_a_clear_error_and_pause_nowait_works() -> None:
     # The body of ``async with agent.stream(...)`` drains the run's events: awaiting pause()
     # there could stall the run on backpressure while pause() waits for it.
     a = GateTool("a")
@@ -308,9 +310,9 @@ async def test_pause_from_the_stream_body_is_a_clear_error_and_request_pause_wor
     async with agent.stream("go") as events:
         async for event in events:
             if isinstance(event, ToolExecutionStart):
-                with pytest.raises(RuntimeError, match="request_pause"):
+                with pytest.raises(RuntimeError, match="pause_nowait"):
                     await agent.pause()
-                assert agent.request_pause()
+                assert agent.pause_nowait()
                 a.gate.set()  # the turn can end only now, with the pause asked
     assert events.result.stopped_by is not None
     assert len(stream.calls) == 1

@@ -17,18 +17,13 @@ from agentloop import (
     AgentToolResult,
     AlreadyRunning,
     AssistantMessage,
-    AssistantMessageEvent,
     ErrorKind,
-    LlmContext,
     MessageEnd,
     MessageUpdate,
     ModelSpec,
-    OnUpdate,
     StopReason,
     StreamOptions,
     Text,
-    TextDelta,
-    TextStart,
     ThinkingLevel,
     Tool,
     ToolCall,
@@ -39,7 +34,8 @@ from agentloop import (
     UserMessage,
     tool,
 )
-from agentloop._agent import PLAN_MODE_INSTRUCTION
+from agentloop._agent_run import PLAN_MODE_INSTRUCTION
+from agentloop.stream import AssistantMessageEvent, LlmContext, TextDelta, TextStart
 from agentloop.testing import (
     FunctionStream,
     ScriptedStream,
@@ -50,6 +46,8 @@ from agentloop.testing import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
+
+    from agentloop.abc import OnUpdate
 
 pytestmark = pytest.mark.anyio
 
@@ -277,7 +275,7 @@ async def test_wait_idle_returns_when_the_run_ends() -> None:
 
 async def test_reset_restores_the_initial_state() -> None:
     a, b = GateTool("a"), GateTool("b")
-    initial: list[AgentMessage] = [UserMessage.text("seed")]
+    initial: list[AgentMessage] = [UserMessage.from_text("seed")]
     stream = ScriptedStream([reply_tool_calls(("a", {})), reply_text("done")])
     agent = Agent(model=MODEL, stream_fn=stream, tools=[a], system_prompt="orig", messages=initial)
     async with anyio.create_task_group() as tg:
@@ -369,13 +367,13 @@ async def test_history_setters() -> None:
     stream = recorder()
     agent = Agent(model=MODEL, stream_fn=stream)
     replacement: list[AgentMessage] = [
-        UserMessage.text("r1"),
+        UserMessage.from_text("r1"),
         AssistantMessage(content=[Text(text="a1")]),
     ]
     agent.replace_messages(replacement)
     assert agent.messages == replacement
-    agent.append_messages([UserMessage.text("r2")])
-    result = await agent.continue_()
+    agent.append_messages([UserMessage.from_text("r2")])
+    result = await agent.continue_run()
     assert result.text == "ok"
     assert [len(c.context.messages) for c in stream.calls] == [3]
     # ``messages`` is a copy: changing it does not change the agent.

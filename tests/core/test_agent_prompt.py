@@ -18,32 +18,28 @@ from agentloop import (
     AgentToolResult,
     AlreadyRunning,
     AssistantMessage,
-    AssistantMessageEvent,
     Cost,
-    Done,
     Image,
     InvalidContinue,
-    LlmContext,
     MessageUpdate,
     ModelSpec,
     NoMessages,
-    OnUpdate,
     Pricing,
     StopReason,
     StreamOptions,
     Text,
-    TextDelta,
-    TextEnd,
-    TextStart,
     Tool,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
+from agentloop.stream import AssistantMessageEvent, Done, LlmContext, TextDelta, TextEnd, TextStart
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from agentloop.abc import OnUpdate
 
 pytestmark = pytest.mark.anyio
 
@@ -90,7 +86,7 @@ def input_forms() -> list[Any]:
         pytest.param("hello", None, [[Text(text="hello")]], id="string"),
         pytest.param("look", [IMAGE], [[Text(text="look"), IMAGE]], id="string-with-images"),
         pytest.param(
-            [UserMessage.text("one"), UserMessage.text("two")],
+            [UserMessage.from_text("one"), UserMessage.from_text("two")],
             None,
             [[Text(text="one")], [Text(text="two")]],
             id="messages",
@@ -152,13 +148,13 @@ def test_blocking_form(backend: str, text: Any, images: Any, expected: list[list
 async def test_images_need_a_text_prompt() -> None:
     agent = Agent(model=MODEL, stream_fn=ScriptedStream([]))
     with pytest.raises(TypeError, match="images"):
-        await agent.prompt([UserMessage.text("x")], images=[IMAGE])
+        await agent.prompt([UserMessage.from_text("x")], images=[IMAGE])
 
 
 async def test_single_message_prompt() -> None:
     stream = ScriptedStream([reply_text("hi there")])
     agent = Agent(model=MODEL, stream_fn=stream)
-    result = await agent.prompt(UserMessage.text("solo"))
+    result = await agent.prompt(UserMessage.from_text("solo"))
     assert result.text == "hi there"
     assert last_user_text(stream.calls[0].context) == "solo"
 
@@ -189,7 +185,7 @@ async def test_prompt_sync_inside_a_running_loop_is_a_clear_error() -> None:
     with pytest.raises(RuntimeError, match=r"running event loop.*await agent\.prompt"):
         agent.prompt_sync("hi")
     with pytest.raises(RuntimeError, match=r"running event loop.*await agent\.continue_"):
-        agent.continue_sync()
+        agent.continue_run_sync()
     with pytest.raises(RuntimeError, match=r"running event loop.*await agent\.structured"):
         agent.structured_sync("hi", {"type": "object"})
     # Nothing ran and nothing is left claimed.
@@ -202,9 +198,9 @@ async def test_prompt_sync_inside_a_running_loop_is_a_clear_error() -> None:
 
 def history_ending_with_user() -> list[Any]:
     return [
-        UserMessage.text("earlier"),
+        UserMessage.from_text("earlier"),
         AssistantMessage(content=[Text(text="ok")]),
-        UserMessage.text("pending question"),
+        UserMessage.from_text("pending question"),
     ]
 
 
@@ -229,25 +225,25 @@ async def test_continue_stream_form() -> None:
 async def test_continue_awaitable_form() -> None:
     stream = ScriptedStream([reply_text("answer")])
     agent = Agent(model=MODEL, stream_fn=stream, messages=history_ending_with_user())
-    check_continued(agent, stream, await agent.continue_())
+    check_continued(agent, stream, await agent.continue_run())
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_continue_blocking_form(backend: str) -> None:
     stream = ScriptedStream([reply_text("answer")])
     agent = Agent(model=MODEL, stream_fn=stream, messages=history_ending_with_user())
-    check_continued(agent, stream, agent.continue_sync(backend=backend))
+    check_continued(agent, stream, agent.continue_run_sync(backend=backend))
 
 
 async def test_continue_after_a_tool_result() -> None:
     stream = ScriptedStream([reply_text("answer")])
     history: list[Any] = [
-        UserMessage.text("use the tool"),
+        UserMessage.from_text("use the tool"),
         reply_tool_calls(("gate", {})),
         ToolResultMessage(tool_call_id="call_1", tool_name="gate", content=[Text(text="42")]),
     ]
     agent = Agent(model=MODEL, stream_fn=stream, messages=history)
-    result = await agent.continue_()
+    result = await agent.continue_run()
     assert result.text == "answer"
     assert isinstance(stream.calls[0].context.messages[-1], ToolResultMessage)
 
@@ -256,7 +252,7 @@ async def test_continue_with_empty_history_raises_no_messages() -> None:
     stream = ScriptedStream([reply_text("never")])
     agent = Agent(model=MODEL, stream_fn=stream)
     with pytest.raises(NoMessages):
-        await agent.continue_()
+        await agent.continue_run()
     with pytest.raises(NoMessages):
         agent.continue_stream()
     assert stream.calls == []
@@ -266,15 +262,15 @@ async def test_continue_with_empty_history_raises_no_messages() -> None:
 def test_continue_sync_with_empty_history_raises_no_messages() -> None:
     agent = Agent(model=MODEL, stream_fn=ScriptedStream([]))
     with pytest.raises(NoMessages):
-        agent.continue_sync()
+        agent.continue_run_sync()
 
 
 async def test_continue_after_the_assistant_raises_invalid_continue() -> None:
     stream = ScriptedStream([reply_text("never")])
-    history: list[Any] = [UserMessage.text("q"), AssistantMessage(content=[Text(text="a")])]
+    history: list[Any] = [UserMessage.from_text("q"), AssistantMessage(content=[Text(text="a")])]
     agent = Agent(model=MODEL, stream_fn=stream, messages=history)
     with pytest.raises(InvalidContinue):
-        await agent.continue_()
+        await agent.continue_run()
     with pytest.raises(InvalidContinue):
         agent.continue_stream()
     assert stream.calls == []
@@ -284,11 +280,11 @@ async def test_continue_after_the_assistant_raises_invalid_continue() -> None:
 @pytest.mark.parametrize("queue", ["steer", "follow_up"])
 async def test_continue_after_the_assistant_sends_queued_messages(queue: str) -> None:
     stream = ScriptedStream([reply_text("answer 1"), reply_text("answer 2")])
-    history: list[Any] = [UserMessage.text("q"), AssistantMessage(content=[Text(text="a")])]
+    history: list[Any] = [UserMessage.from_text("q"), AssistantMessage(content=[Text(text="a")])]
     agent = Agent(model=MODEL, stream_fn=stream, messages=history)
     getattr(agent, queue)("queued one")
     getattr(agent, queue)("queued two")
-    result = await agent.continue_()
+    result = await agent.continue_run()
     # One at a time (the default): the first queued message starts the run, the second is
     # delivered after it (as steering after the turn, or as a follow-up at the end).
     assert [last_user_text(c.context) for c in stream.calls] == ["queued one", "queued two"]
@@ -298,7 +294,7 @@ async def test_continue_after_the_assistant_sends_queued_messages(queue: str) ->
 
 async def test_continue_stream_sends_queued_messages() -> None:
     stream = ScriptedStream([reply_text("answer")])
-    history: list[Any] = [UserMessage.text("q"), AssistantMessage(content=[Text(text="a")])]
+    history: list[Any] = [UserMessage.from_text("q"), AssistantMessage(content=[Text(text="a")])]
     agent = Agent(model=MODEL, stream_fn=stream, messages=history)
     agent.follow_up("more please")
     async with agent.continue_stream() as events:
@@ -375,7 +371,7 @@ async def test_already_running_stream_form_race() -> None:
         with pytest.raises(AlreadyRunning):
             await agent.prompt("late")
         with pytest.raises(AlreadyRunning):
-            await agent.continue_()
+            await agent.continue_run()
         gate.gate.set()
     assert sum(isinstance(v, AgentResult) for v in outcomes.values()) == 1
     assert len([m for m in agent.messages if isinstance(m, UserMessage)]) == 1
@@ -396,7 +392,7 @@ async def test_continue_stream_while_running_keeps_queued_messages() -> None:
             async with agent.continue_stream():
                 pass  # pragma: no cover
         with pytest.raises(AlreadyRunning):
-            await agent.continue_()
+            await agent.continue_run()
         assert [content_of(m) for m in agent.queued_steering] == [[Text(text="keep me")]]
         gate.gate.set()
     assert "keep me" in [last_user_text(c.context) for c in stream.calls]

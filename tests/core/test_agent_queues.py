@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -10,17 +10,10 @@ import pytest
 
 from agentloop import (
     Agent,
-    AgentContext,
     AgentEvent,
-    AgentLoopConfig,
     AgentMessage,
     AgentToolResult,
-    LlmContext,
     ModelSpec,
-    OnUpdate,
-    PolicyContext,
-    PolicyVerdict,
-    Stop,
     StopReason,
     Text,
     Tool,
@@ -30,9 +23,14 @@ from agentloop import (
     TurnEnd,
     TurnEndReason,
     UserMessage,
-    run_loop,
 )
+from agentloop.loop import AgentContext, AgentLoopConfig, run_loop
+from agentloop.policy import PolicyContext, PolicyVerdict, Stop
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+
+if TYPE_CHECKING:
+    from agentloop.abc import OnUpdate
+    from agentloop.stream import LlmContext
 
 pytestmark = pytest.mark.anyio
 
@@ -173,7 +171,7 @@ async def test_follow_ups_keep_the_run_going(mode: Any, expected: list[list[str]
     stream = ScriptedStream([reply_text("r0"), reply_text("r1"), reply_text("r2")])
     agent = Agent(model=MODEL, stream_fn=stream, follow_up_mode=mode)
     agent.follow_up("f1")
-    agent.follow_up(UserMessage.text("f2"))
+    agent.follow_up(UserMessage.from_text("f2"))
     assert [user_texts_of(m) for m in agent.queued_follow_up] == ["f1", "f2"]
     result = await agent.prompt("start")
     assert new_user_texts(stream) == expected
@@ -229,7 +227,7 @@ async def test_steering_taken_by_a_run_a_policy_stopped_is_not_lost() -> None:
     assert [user_texts_of(m) for m in agent.queued_steering] == ["second"]
     # A continue sends both, in order, as the stopped run would have.
     agent.post_turn_policies.clear()
-    result = await agent.continue_()
+    result = await agent.continue_run()
     assert result.text == "steered 2"
     assert new_user_texts(stream) == [["start"], ["first"], ["second"]]
     assert not agent.has_queued_messages()
@@ -312,7 +310,7 @@ async def test_run_loop_abort_never_loses_a_polled_steering_message() -> None:
         ) -> AgentToolResult:
             return AgentToolResult.text("done")
 
-    queue: list[AgentMessage] = [UserMessage.text("keep me")]
+    queue: list[AgentMessage] = [UserMessage.from_text("keep me")]
 
     async def steering() -> list[AgentMessage]:
         taken = list(queue)
@@ -332,7 +330,7 @@ async def test_run_loop_abort_never_loses_a_polled_steering_message() -> None:
         get_steering_messages=steering,
     )
     result = await run_loop(
-        [UserMessage.text("go")],
+        [UserMessage.from_text("go")],
         AgentContext(),
         config,
         on_event=abort_on_start,

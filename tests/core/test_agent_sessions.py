@@ -20,16 +20,20 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(params=["jsonl", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[al.SessionStore]:
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[al.sessions.SessionStore]:
     if request.param == "jsonl":
-        yield al.JsonlSessionStore(tmp_path / "sessions")
+        yield al.sessions.JsonlSessionStore(tmp_path / "sessions")
     else:
-        sqlite = al.SqliteSessionStore(tmp_path / "sessions.db")
+        sqlite = al.sessions.SqliteSessionStore(tmp_path / "sessions.db")
         async with sqlite:
             yield sqlite
 
 
-async def test_the_session_option_stores_every_committed_message(store: al.SessionStore) -> None:
+async def test_the_session_option_stores_every_committed_message(
+    store: al.sessions.SessionStore,
+) -> None:
     @al.tool
     async def look(path: str) -> str:
         """Look."""
@@ -42,7 +46,7 @@ async def test_the_session_option_stores_every_committed_message(store: al.Sessi
             [reply_tool_calls(("look", {"path": "/a"})), reply_text("seen"), reply_text("again")]
         ),
         tools=[look],
-        session=al.SessionRecorder(store, sid),
+        session=al.sessions.SessionRecorder(store, sid),
     )
     await agent.prompt("look at /a")
     assert await store.load(sid) == agent.messages
@@ -53,7 +57,9 @@ async def test_the_session_option_stores_every_committed_message(store: al.Sessi
     assert len(agent.messages) == 6
 
 
-async def test_killed_mid_run_then_resumed_continues_well_paired(store: al.SessionStore) -> None:
+async def test_killed_mid_run_then_resumed_continues_well_paired(
+    store: al.sessions.SessionStore,
+) -> None:
     started = anyio.Event()
 
     @al.tool
@@ -68,7 +74,7 @@ async def test_killed_mid_run_then_resumed_continues_well_paired(store: al.Sessi
         model=MODEL,
         stream_fn=ScriptedStream([reply_tool_calls(("slow", {"path": "/x"}))]),
         tools=[slow],
-        session=al.SessionRecorder(store, sid),
+        session=al.sessions.SessionRecorder(store, sid),
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent.prompt, "scan /x")
@@ -81,21 +87,21 @@ async def test_killed_mid_run_then_resumed_continues_well_paired(store: al.Sessi
         return "ok"
 
     model = ScriptedStream([reply_text("picking up where we left off")])
-    resumed = await al.Agent.resume(store, sid, model=MODEL, stream_fn=model, tools=[fast])
+    resumed = await al.Agent.from_session(store, sid, model=MODEL, stream_fn=model, tools=[fast])
     assert paired(resumed.messages)
     assert isinstance(resumed.messages[0], al.UserMessage)
     result = await resumed.prompt("go on")
     assert result.text == "picking up where we left off"
     sent = model.calls[0].context.messages
     assert paired(sent)
-    assert paired(await al.resume_session(store, sid))
-    assert (await al.resume_session(store, sid))[-1] == resumed.messages[-1]
+    assert paired(await al.sessions.load_session(store, sid))
+    assert (await al.sessions.load_session(store, sid))[-1] == resumed.messages[-1]
 
 
 async def test_compact_keeps_the_anchor_and_pairs() -> None:
-    history: list[al.AgentMessage] = [al.UserMessage.text("the goal")]
+    history: list[al.AgentMessage] = [al.UserMessage.from_text("the goal")]
     for i in range(30):
-        history.append(al.UserMessage.text(f"question {i} " + "x" * 200))
+        history.append(al.UserMessage.from_text(f"question {i} " + "x" * 200))
         history.append(
             al.AssistantMessage(
                 content=[al.ToolCall(id=f"c{i}", name="t", arguments={"i": i})],

@@ -16,7 +16,6 @@ from agentloop import (
     AgentToolResult,
     MessageEnd,
     ModelSpec,
-    OnUpdate,
     StopReason,
     Tool,
     ToolExecutionEnd,
@@ -28,6 +27,8 @@ from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from agentloop.abc import OnUpdate
 
 pytestmark = pytest.mark.anyio
 

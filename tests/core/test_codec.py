@@ -10,20 +10,17 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import agentloop
 from agentloop import (
-    AgentContext,
     AgentEvent,
     AgentMessage,
     AgentResult,
     AgentToolResult,
     AssistantMessage,
-    AssistantMessageEvent,
     ContentBlock,
     Cost,
     CustomMessage,
     ErrorKind,
     Extension,
     Image,
-    LlmContext,
     LlmMessage,
     ModelSpec,
     Pricing,
@@ -35,7 +32,6 @@ from agentloop import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    ToolSchema,
     TurnEndReason,
     Usage,
     UserMessage,
@@ -44,6 +40,8 @@ from agentloop import (
     decode,
     encode,
 )
+from agentloop.loop import AgentContext
+from agentloop.stream import AssistantMessageEvent, LlmContext, ToolSchema
 
 
 class Note(CustomMessage, frozen=True, tag="test-codec-note"):
@@ -266,6 +264,9 @@ agent_results = st.builds(
     error=maybe_text,
     error_kind=st.none() | st.sampled_from(ErrorKind),
     stopped_by=maybe_text,
+    unsaved_messages=st.integers(0, 9),
+    session_error=maybe_text,
+    output=short_text,
 )
 
 
@@ -333,7 +334,7 @@ _ASSISTANT = AssistantMessage(
 _RESULT = ToolResultMessage(tool_call_id="c", content=[Text(text="ok")], details={"d": 1})
 EVENT_EXAMPLES: list[AgentEvent] = [
     ev.AgentStart(),
-    ev.AgentEnd(messages=[UserMessage.text("q"), _ASSISTANT, _RESULT, Note(text="n")]),
+    ev.AgentEnd(messages=[UserMessage.from_text("q"), _ASSISTANT, _RESULT, Note(text="n")]),
     ev.TurnStart(turn=2),
     ev.TurnEnd(reason=TurnEndReason.TOOLS_EXECUTED, message=_ASSISTANT, tool_results=[_RESULT]),
     ev.TurnEnd(reason=TurnEndReason.ABORTED),
@@ -399,7 +400,7 @@ def test_model_and_request_types_round_trip() -> None:
     assert decode(encode(options), StreamOptions) == options
     context = LlmContext(
         system_prompt="be brief",
-        messages=[UserMessage.text("hi"), AssistantMessage(content=[Text(text="hello")])],
+        messages=[UserMessage.from_text("hi"), AssistantMessage(content=[Text(text="hello")])],
         tools=[ToolSchema(name="add", description="adds", parameters={"type": "object"})],
     )
     assert decode(encode(context), LlmContext) == context
@@ -407,7 +408,7 @@ def test_model_and_request_types_round_trip() -> None:
 
 def test_agent_context_messages_round_trip() -> None:
     context = AgentContext(
-        system_prompt="sys", messages=[UserMessage.text("q"), Note(text="n", level=2)]
+        system_prompt="sys", messages=[UserMessage.from_text("q"), Note(text="n", level=2)]
     )
     assert decode(encode(context), AgentContext) == context
 
@@ -422,12 +423,12 @@ def test_role_and_type_live_in_the_tag() -> None:
 
 
 def test_custom_messages_defined_after_first_decode_are_found() -> None:
-    decode(encode([UserMessage.text("warm the cache")]), list[AgentMessage])
+    decode(encode([UserMessage.from_text("warm the cache")]), list[AgentMessage])
 
     class LateNote(CustomMessage, frozen=True, tag="test-codec-late-note"):
         body: str
 
-    messages: list[AgentMessage] = [UserMessage.text("q", images=None), LateNote(body="late")]
+    messages: list[AgentMessage] = [UserMessage.from_text("q", images=None), LateNote(body="late")]
     assert decode(encode(messages), list[AgentMessage]) == messages
     event = ev.MessageEnd(message=LateNote(body="b"))
     assert decode(encode(event), AgentEvent) == event
@@ -436,7 +437,7 @@ def test_custom_messages_defined_after_first_decode_are_found() -> None:
 def test_custom_messages_nested_in_custom_messages() -> None:
     digest = Digest(
         replaced=[
-            UserMessage.text("q", images=None),
+            UserMessage.from_text("q", images=None),
             Note(text="n"),
             Digest(replaced=[Note(text="deep"), Artifact(name="a")], title="inner"),
         ],
@@ -464,7 +465,7 @@ def test_decode_errors_are_msgspec_errors() -> None:
 
 
 def test_decode_accepts_str() -> None:
-    message = UserMessage.text("hi")
+    message = UserMessage.from_text("hi")
     assert decode(encode(message).decode(), UserMessage) == message
 
 

@@ -16,7 +16,6 @@ from agentloop import (
     CustomMessage,
     ErrorKind,
     Image,
-    LlmContext,
     ModelSpec,
     StopReason,
     Text,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agentloop import AgentEvent
+    from agentloop.stream import LlmContext
 
 pytestmark = pytest.mark.anyio
 

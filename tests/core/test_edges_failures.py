@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 def prompt() -> list[al.AgentMessage]:
-    return [al.UserMessage.text("go")]
+    return [al.UserMessage.from_text("go")]
 
 
 def two_tools(exc: BaseException) -> list[al.AgentTool]:
@@ -62,8 +62,8 @@ async def test_a_base_exception_in_a_tool_ends_the_run_then_propagates_as_itself
     script = [reply_tool_calls(("explode", {}), ("wait_forever", {})), reply_text("never")]
     rec = Recorder()
     with pytest.raises(exc_type) as info:
-        await al.run_loop(
-            prompt(), al.AgentContext(), config(script, tools=two_tools(raised)), on_event=rec
+        await al.loop.run_loop(
+            prompt(), al.loop.AgentContext(), config(script, tools=two_tools(raised)), on_event=rec
         )
     assert info.value is raised
     assert_complete(rec.events)
@@ -94,7 +94,7 @@ async def test_a_base_exception_in_a_tool_propagates_from_an_agent_stream() -> N
 async def test_a_base_exception_in_a_hook_ends_the_run_then_propagates() -> None:
     raised = KeyboardInterrupt()
 
-    def transform(messages: list[al.AgentMessage], ctx: al.TransformContext) -> Any:
+    def transform(messages: list[al.AgentMessage], ctx: al.loop.TransformContext) -> Any:
         raise raised
 
     agent = al.Agent(
@@ -123,9 +123,9 @@ async def test_a_base_exception_in_the_steering_hook_during_a_batch_propagates()
     script = [reply_tool_calls(("fine", {})), reply_text("never")]
     rec = Recorder()
     with pytest.raises(SystemExit) as info:
-        await al.run_loop(
+        await al.loop.run_loop(
             prompt(),
-            al.AgentContext(),
+            al.loop.AgentContext(),
             config(script, tools=[fine], get_steering_messages=steering),
             on_event=rec,
         )
@@ -149,9 +149,9 @@ async def ok_tool() -> str:
 async def test_a_failing_steering_hook_inside_a_batch_names_the_hook() -> None:
     script = [reply_tool_calls(("ok_tool", {})), reply_text("never")]
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[ok_tool], get_steering_messages=_steering_fails),
         on_event=rec,
     )
@@ -176,8 +176,8 @@ async def test_a_failing_steering_hook_inside_a_batch_names_the_hook() -> None:
 )
 async def test_every_failing_hook_is_named_in_the_result(hook: str, kwargs: Any) -> None:
     rec = Recorder()
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config([reply_text("fine")], **kwargs), on_event=rec
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config([reply_text("fine")], **kwargs), on_event=rec
     )
     assert result.stop_reason is al.StopReason.ERROR
     assert result.error_kind is al.ErrorKind.HOOK
@@ -193,7 +193,7 @@ async def _async_fail() -> Any:
 async def test_a_hook_failure_through_an_event_stream_is_unwrapped() -> None:
     script = [reply_tool_calls(("ok_tool", {})), reply_text("never")]
     cfg = config(script, tools=[ok_tool], get_steering_messages=_steering_fails)
-    async with al.agent_loop(prompt(), al.AgentContext(), cfg) as events:
+    async with al.loop.agent_loop(prompt(), al.loop.AgentContext(), cfg) as events:
         async for _ in events:
             pass
     assert events.result.error == "get_steering_messages raised ValueError: queue is broken"
@@ -224,9 +224,9 @@ async def test_a_crashing_pre_dispatch_policy_rejects_the_call() -> None:
         return "removed"
 
     script = [reply_tool_calls(("rm", {"path": "/etc/passwd"})), reply_text("ok")]
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[rm], pre_dispatch_policies=[Crashing()]),
     )
     assert ran == []
@@ -248,9 +248,9 @@ async def test_a_fail_open_pre_dispatch_policy_passes_when_it_crashes() -> None:
         return "removed"
 
     script = [reply_tool_calls(("rm", {"path": "x"})), reply_text("ok")]
-    await al.run_loop(
+    await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[rm], pre_dispatch_policies=[CrashingOpen()]),
     )
     assert ran == ["x"]
@@ -260,9 +260,9 @@ async def test_a_fail_open_pre_dispatch_policy_passes_when_it_crashes() -> None:
 async def test_a_crashing_turn_policy_ends_the_run_with_an_error_naming_it(slot: str) -> None:
     script = [reply_tool_calls(("ok_tool", {})), reply_text("fine")]
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[ok_tool], **{f"{slot}_policies": [Crashing()]}),
         on_event=rec,
     )
@@ -278,9 +278,9 @@ async def test_a_crashing_turn_policy_ends_the_run_with_an_error_naming_it(slot:
 @pytest.mark.parametrize("slot", ["pre_turn", "post_turn", "post_loop"])
 async def test_a_fail_open_turn_policy_counts_as_continue(slot: str) -> None:
     script = [reply_tool_calls(("ok_tool", {})), reply_text("fine")]
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[ok_tool], **{f"{slot}_policies": [CrashingOpen()]}),
     )
     assert result.stop_reason is al.StopReason.STOP

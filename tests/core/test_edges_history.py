@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 def history(n: int) -> list[al.AgentMessage]:
     out: list[al.AgentMessage] = []
     for i in range(n // 2):
-        out.append(al.UserMessage.text(f"q{i}"))
+        out.append(al.UserMessage.from_text(f"q{i}"))
         out.append(al.AssistantMessage(content=[al.Text(text=f"a{i}")]))
     return out
 
@@ -32,7 +32,7 @@ async def test_a_prompt_converts_only_the_new_messages(size: int) -> None:
     def convert(message: al.AgentMessage) -> al.LlmMessage | None:
         nonlocal converted
         converted += 1
-        return al.default_convert_to_llm(message)
+        return al.loop.default_convert_to_llm(message)
 
     model = ScriptedStream([reply_text(f"r{i}") for i in range(4)])
     agent = al.Agent(model=MODEL, stream_fn=model, messages=history(size), convert_to_llm=convert)
@@ -50,11 +50,11 @@ async def test_history_edits_between_runs_are_seen() -> None:
     model = ScriptedStream([reply_text("one"), reply_text("two"), reply_text("three")])
     agent = al.Agent(model=MODEL, stream_fn=model)
     await agent.prompt("a")
-    agent.append_messages([al.UserMessage.text("appended")])
+    agent.append_messages([al.UserMessage.from_text("appended")])
     await agent.prompt("b")
     sent = [m for m in model.calls[-1].context.messages if isinstance(m, al.UserMessage)]
     assert [m.content[0].text for m in sent] == ["a", "appended", "b"]  # type: ignore[union-attr]
-    agent.replace_messages([al.UserMessage.text("fresh")])
+    agent.replace_messages([al.UserMessage.from_text("fresh")])
     await agent.prompt("c")
     assert [type(m).__name__ for m in model.calls[-1].context.messages] == [
         "UserMessage",

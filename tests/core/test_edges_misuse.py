@@ -21,12 +21,12 @@ anyio_mark = pytest.mark.anyio
 
 
 def prompt() -> list[al.AgentMessage]:
-    return [al.UserMessage.text("go")]
+    return [al.UserMessage.from_text("go")]
 
 
 @anyio_mark
 async def test_iterating_agent_loop_without_async_with_raises_at_once() -> None:
-    stream = al.agent_loop(prompt(), al.AgentContext(), config([reply_text("x")]))
+    stream = al.loop.agent_loop(prompt(), al.loop.AgentContext(), config([reply_text("x")]))
     with anyio.fail_after(5), pytest.raises(TypeError, match=r"async with agent_loop\("):
         async for _ in stream:
             pass
@@ -45,7 +45,7 @@ async def test_iterating_agent_stream_without_async_with_raises_at_once() -> Non
 
 @anyio_mark
 async def test_result_before_the_run_is_a_clear_error() -> None:
-    stream = al.agent_loop(prompt(), al.AgentContext(), config([reply_text("x")]))
+    stream = al.loop.agent_loop(prompt(), al.loop.AgentContext(), config([reply_text("x")]))
     with pytest.raises(RuntimeError, match="has not finished"):
         _ = stream.result
 

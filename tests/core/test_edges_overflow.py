@@ -21,17 +21,19 @@ OVERFLOW = al.ErrorKind.CONTEXT_OVERFLOW
 def long_history(turns: int) -> list[al.AgentMessage]:
     out: list[al.AgentMessage] = []
     for i in range(turns):
-        out.append(al.UserMessage.text(f"question {i} " + "x" * 400))
+        out.append(al.UserMessage.from_text(f"question {i} " + "x" * 400))
         out.append(al.AssistantMessage(content=[al.Text(text=f"answer {i} " + "y" * 400)]))
     return out
 
 
 async def test_overflow_recovery_without_a_transformer_trims_the_request() -> None:
     model = ScriptedStream([reply_error(OVERFLOW, "prompt is too long"), reply_text("fits now")])
-    config = al.AgentLoopConfig(model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY)
+    config = al.loop.AgentLoopConfig(
+        model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY
+    )
     history = long_history(40)
-    result = await al.run_loop(
-        [al.UserMessage.text("latest")], al.AgentContext(messages=history), config
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("latest")], al.loop.AgentContext(messages=history), config
     )
     assert result.text == "fits now"
     first, second = (call.context.messages for call in model.calls)
@@ -42,8 +44,12 @@ async def test_overflow_recovery_without_a_transformer_trims_the_request() -> No
 
 async def test_overflow_with_nothing_to_trim_is_not_resent() -> None:
     model = ScriptedStream([reply_error(OVERFLOW, "prompt is too long"), reply_text("never")])
-    config = al.AgentLoopConfig(model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY)
-    result = await al.run_loop([al.UserMessage.text("one huge prompt")], al.AgentContext(), config)
+    config = al.loop.AgentLoopConfig(
+        model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY
+    )
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("one huge prompt")], al.loop.AgentContext(), config
+    )
     assert len(model.calls) == 1
     assert result.error_kind is OVERFLOW
     with pytest.raises(al.ContextWindowOverflow):
@@ -54,7 +60,7 @@ async def test_continue_after_an_overflow_error_retries_with_the_signal() -> Non
     signals: list[bool] = []
 
     def transform(
-        messages: list[al.AgentMessage], ctx: al.TransformContext
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
     ) -> list[al.AgentMessage]:
         signals.append(ctx.overflow)
         return messages[-1:] if ctx.overflow else messages
@@ -76,7 +82,7 @@ async def test_continue_after_an_overflow_error_retries_with_the_signal() -> Non
     failed = await agent.prompt("latest")
     assert failed.error_kind is OVERFLOW
     assert signals == [False, True]  # the run's own recovery attempt
-    result = await agent.continue_()
+    result = await agent.continue_run()
     assert result.text == "recovered"
     assert signals == [False, True, True]  # the continued run starts with the signal set
     # The failed answers never reach the model again.
@@ -90,7 +96,7 @@ async def test_continue_after_any_model_error_is_allowed() -> None:
     model = ScriptedStream([reply_error(al.ErrorKind.OTHER, "bad gateway"), reply_text("ok")])
     agent = al.Agent(model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY)
     assert (await agent.prompt("hi")).stop_reason is al.StopReason.ERROR
-    result = await agent.continue_()
+    result = await agent.continue_run()
     assert result.text == "ok"
     sent = model.calls[-1].context.messages
     assert [type(m).__name__ for m in sent] == ["UserMessage"]

@@ -30,7 +30,7 @@ HANG = 10.0  # what a blocked thread would cost if the loop waited for it
 
 
 def prompt() -> list[al.AgentMessage]:
-    return [al.UserMessage.text("go")]
+    return [al.UserMessage.from_text("go")]
 
 
 class Gate:
@@ -82,7 +82,7 @@ async def test_tool_timeout_ends_a_threaded_call_without_waiting_for_the_thread(
     cfg = config(script, tools=[blocking_tool(gate)], tool_timeout=0.2)
     with caplog.at_level(logging.DEBUG, logger="agentloop"):
         start = anyio.current_time()
-        result = await al.run_loop(prompt(), al.AgentContext(), cfg)
+        result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg)
         elapsed = anyio.current_time() - start
         assert elapsed < 5, elapsed
         [res] = results_of(result.messages)
@@ -156,7 +156,7 @@ async def test_a_threaded_tool_can_notice_cancellation_through_its_context() -> 
 
     cfg = config([reply_tool_calls(("patient", {})), reply_text("ok")], tools=[patient])
     cfg.tool_timeout = 0.1
-    result = await al.run_loop(prompt(), al.AgentContext(), cfg)
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg)
     assert results_of(result.messages)[0].text == "tool call timed out after 0.1 seconds"
     assert await anyio.to_thread.run_sync(noticed.wait, HANG)
 
@@ -179,7 +179,7 @@ async def test_a_threaded_tool_can_use_anyio_check_cancelled() -> None:
 
     cfg = config([reply_tool_calls(("polling", {})), reply_text("ok")], tools=[polling])
     cfg.tool_timeout = 0.1
-    result = await al.run_loop(prompt(), al.AgentContext(), cfg)
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg)
     assert results_of(result.messages)[0].is_error
     assert await anyio.to_thread.run_sync(stopped.wait, HANG)
     assert cancelled_class and issubclass(cancelled_class[0], BaseException)
@@ -202,7 +202,7 @@ async def test_a_plain_def_tool_runs_in_a_worker_thread_by_default() -> None:
 
     script = [reply_tool_calls(*[("meet", {"i": i}) for i in range(3)]), reply_text("ok")]
     start = anyio.current_time()
-    result = await al.run_loop(prompt(), al.AgentContext(), config(script, tools=[meet]))
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(script, tools=[meet]))
     assert anyio.current_time() - start < 5
     assert [r.text for r in results_of(result.messages)] == ["met 0", "met 1", "met 2"]
     assert loop_thread not in threads
@@ -219,7 +219,9 @@ async def test_inline_opt_in_runs_a_sync_tool_on_the_event_loop() -> None:
         return x + 1
 
     script = [reply_tool_calls(("trivial", {"x": 1})), reply_text("ok")]
-    result = await al.run_loop(prompt(), al.AgentContext(), config(script, tools=[trivial]))
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[trivial])
+    )
     assert results_of(result.messages)[0].text == "2"
     assert seen == [loop_thread]
 
@@ -228,7 +230,7 @@ async def test_tool_timeout_applies_to_a_plain_def_tool(gate: Gate) -> None:
     script = [reply_tool_calls(("stuck", {})), reply_text("ok")]
     cfg = config(script, tools=[blocking_tool(gate)], tool_timeout=0.1)
     start = anyio.current_time()
-    result = await al.run_loop(prompt(), al.AgentContext(), cfg)
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg)
     assert anyio.current_time() - start < 5
     assert results_of(result.messages)[0].text == "tool call timed out after 0.1 seconds"
 
@@ -289,8 +291,8 @@ async def test_progress_from_a_foreign_thread_reaches_run_loop_callbacks() -> No
         return "ok"
 
     script = [reply_tool_calls(("spawner", {})), reply_text("ok")]
-    await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[spawner]), on_event=recorder
+    await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[spawner]), on_event=recorder
     )
     updates = recorder.of(al.ToolExecutionUpdate)
     assert [u.update.content[0].text for u in updates] == ["from a foreign thread"]
@@ -313,7 +315,7 @@ async def test_updates_after_the_call_ended_are_dropped(gate: Gate) -> None:
     recorder = Recorder()
     script = [reply_tool_calls(("lingering", {})), reply_text("ok")]
     cfg = config(script, tools=[lingering], tool_timeout=0.1)
-    await al.run_loop(prompt(), al.AgentContext(), cfg, on_event=recorder)
+    await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg, on_event=recorder)
     gate.release.set()
     assert await anyio.to_thread.run_sync(late.wait, HANG)
     assert recorder.of(al.ToolExecutionUpdate) == []

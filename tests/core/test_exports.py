@@ -1,132 +1,290 @@
-"""The public surface: ``__all__`` is sorted, complete, and holds every name DESIGN.md promises."""
+"""The public surface: each public module's ``__all__`` is pinned, sorted and complete; names
+report the public module that exports them; names that moved still work, with a warning."""
 
 from __future__ import annotations
 
+import inspect
 import types
+import warnings
 
 import pytest
 
 import agentloop
 import agentloop.testing
 
-# DESIGN.md, "Public names". Changing one needs a reason written in CHANGELOG.md.
-DESIGN_PUBLIC_NAMES = [
-    # data model
-    "Text",
-    "Thinking",
-    "ToolCall",
-    "Image",
-    "Extension",
-    "ContentBlock",
-    "UserMessage",
-    "AssistantMessage",
-    "ToolResultMessage",
-    "LlmMessage",
-    "CustomMessage",
-    "AgentMessage",
-    "Usage",
-    "Cost",
-    "StopReason",
-    "ThinkingLevel",
-    "ModelSpec",
-    "StreamOptions",
-    "AgentContext",
-    "AgentResult",
-    # provider protocol
-    "StreamFn",
-    "AssistantMessageEvent",
-    # events
-    "AgentEvent",
-    "AgentStart",
+# The curated top level: what a user of ``Agent`` needs. Changing it needs a reason written in
+# CHANGELOG.md.
+TOP_LEVEL = [
+    "Aborted",
+    "Agent",
     "AgentEnd",
-    "TurnStart",
-    "TurnEnd",
-    "TurnEndReason",
-    "MessageStart",
-    "MessageUpdate",
-    "MessageEnd",
-    "ToolExecutionStart",
-    "ToolExecutionUpdate",
-    "ToolExecutionEnd",
-    # tools, loop, agent
+    "AgentError",
+    "AgentEvent",
+    "AgentInput",
+    "AgentMessage",
+    "AgentResult",
+    "AgentStart",
     "AgentTool",
     "AgentToolResult",
-    "tool",
-    "AgentLoopConfig",
-    "agent_loop",
-    "agent_loop_continue",
-    "run_loop",
-    "Agent",
-    "RetryStrategy",
-    "ExponentialBackoff",
-    # errors
-    "AgentError",
+    "AlreadyRunning",
+    "AssistantMessage",
+    "Checkpoint",
+    "ContentBlock",
+    "ContextCompacted",
     "ContextWindowOverflow",
+    "Cost",
+    "CustomMessage",
+    "ErrorKind",
+    "Extension",
+    "FunctionTool",
+    "HookFailed",
+    "Image",
+    "InvalidContinue",
+    "LlmMessage",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "ModelError",
+    "ModelSpec",
     "ModelThrottled",
     "NetworkError",
-    "StructuredOutputFailed",
-    "AlreadyRunning",
     "NoMessages",
-    "InvalidContinue",
+    "Pricing",
+    "QueueMode",
+    "SessionNotFound",
+    "SessionWriteFailed",
+    "StopReason",
     "StreamError",
-    "Aborted",
+    "StreamOptions",
+    "StreamRetry",
+    "StructuredOutputFailed",
+    "SystemPrompt",
+    "Text",
+    "Thinking",
+    "ThinkingBudgets",
+    "ThinkingLevel",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCall",
+    "ToolContext",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "ToolResultMessage",
+    "Toolset",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnStart",
+    "UnknownModel",
+    "Usage",
+    "UserMessage",
+    "abc",
+    "context",
+    "current_tool_context",
+    "decode",
+    "encode",
+    "extract_text",
+    "loop",
+    "models",
+    "policy",
+    "retry",
+    "sessions",
+    "stream",
+    "tool",
 ]
-DESIGN_TESTING_NAMES = ["ScriptedStream"]
 
-MODULES = [agentloop, agentloop.testing]
+SUBMODULES = {
+    "agentloop.abc": [
+        "AgentTool",
+        "ApprovalCallback",
+        "OnUpdate",
+        "PostLoopPolicy",
+        "PostTurnPolicy",
+        "PreDispatchPolicy",
+        "PreTurnPolicy",
+        "RetryStrategy",
+        "SessionStore",
+        "StreamFn",
+        "TokenCounter",
+        "Toolset",
+    ],
+    "agentloop.loop": [
+        "AgentContext",
+        "AgentLoopConfig",
+        "AsyncTransform",
+        "ConvertToLlm",
+        "EventStream",
+        "MessageSource",
+        "ToolExecution",
+        "Transform",
+        "TransformContext",
+        "agent_loop",
+        "agent_loop_continue",
+        "default_convert_to_llm",
+        "run_loop",
+    ],
+    "agentloop.stream": [
+        "Accumulator",
+        "AssistantMessageEvent",
+        "Done",
+        "ErrorEvent",
+        "ExtensionBlock",
+        "LlmContext",
+        "StreamFn",
+        "StreamStart",
+        "TextDelta",
+        "TextEnd",
+        "TextStart",
+        "ThinkingDelta",
+        "ThinkingEnd",
+        "ThinkingStart",
+        "ToolCallDelta",
+        "ToolCallEnd",
+        "ToolCallStart",
+        "ToolSchema",
+    ],
+    "agentloop.context": [
+        "Compaction",
+        "EstimatingCounter",
+        "SlidingWindow",
+        "SummarizingCompactor",
+        "TokenCounter",
+        "TransformContext",
+        "compact_messages",
+        "estimate_tokens",
+    ],
+    "agentloop.sessions": [
+        "JsonlSessionStore",
+        "SessionInfo",
+        "SessionNotFound",
+        "SessionRecorder",
+        "SessionStore",
+        "SqliteSessionStore",
+        "load_session",
+        "repair_history",
+    ],
+    "agentloop.retry": ["ExponentialBackoff", "NoRetry", "RetryStrategy"],
+    "agentloop.models": [
+        "ENTRY_POINT_GROUP",
+        "ProviderFactory",
+        "ResolvedModel",
+        "UnknownModel",
+        "register_provider",
+        "registered_providers",
+        "resolve_model",
+        "split_model_string",
+    ],
+}
+
+# DESIGN.md's names that left the top level in 0.2, and where they live now.
+MOVED_DESIGN_NAMES = {
+    "AgentContext": "loop",
+    "AgentLoopConfig": "loop",
+    "agent_loop": "loop",
+    "agent_loop_continue": "loop",
+    "run_loop": "loop",
+    "StreamFn": "stream",
+    "AssistantMessageEvent": "stream",
+    "RetryStrategy": "retry",
+    "ExponentialBackoff": "retry",
+}
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
-def test_all_is_sorted_without_duplicates(module: types.ModuleType) -> None:
+def _module(name: str) -> types.ModuleType:
+    module = agentloop
+    for part in name.split(".")[1:]:
+        module = getattr(module, part)
+    return module
+
+
+def test_the_top_level_is_pinned() -> None:
+    assert agentloop.__all__ == TOP_LEVEL
+
+
+@pytest.mark.parametrize("name", sorted(SUBMODULES))
+def test_each_submodule_is_pinned(name: str) -> None:
+    assert _module(name).__all__ == SUBMODULES[name]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [agentloop, agentloop.testing, *(_module(n) for n in SUBMODULES)],
+    ids=lambda m: m.__name__,
+)
+def test_all_is_sorted_complete_and_defined(module: types.ModuleType) -> None:
     names: list[str] = list(module.__all__)
     assert names == sorted(names)
     assert len(names) == len(set(names))
-
-
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
-def test_every_name_in_all_exists(module: types.ModuleType) -> None:
-    missing = [name for name in module.__all__ if not hasattr(module, name)]
-    assert missing == []
-
-
-def test_every_public_name_of_the_package_is_in_all() -> None:
+    assert [n for n in names if not hasattr(module, n)] == []
     public = {
         name
-        for name, value in vars(agentloop).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not (isinstance(value, types.ModuleType) and name not in names)
+        and (
+            module is not agentloop.testing or getattr(value, "__module__", None) == module.__name__
+        )
     }
-    assert sorted(public - set(agentloop.__all__)) == []
+    assert sorted(public - set(names)) == []
 
 
-def test_every_public_name_of_testing_is_in_all() -> None:
-    defined_here = {
-        name
-        for name, value in vars(agentloop.testing).items()
-        if not name.startswith("_") and getattr(value, "__module__", None) == "agentloop.testing"
-    }
-    assert sorted(defined_here - set(agentloop.testing.__all__)) == []
+def test_public_classes_and_functions_report_their_public_module() -> None:
+    wrong = []
+    for module in [agentloop, *(_module(n) for n in SUBMODULES)]:
+        for name in module.__all__:
+            value = getattr(module, name)
+            if not (inspect.isclass(value) or inspect.isfunction(value)):
+                continue
+            where = value.__module__
+            expected = "agentloop" if name in agentloop.__all__ else None
+            if where.startswith("agentloop._") or (expected and where != expected):
+                wrong.append((module.__name__, name, where))
+    assert wrong == []
+    assert repr(agentloop.Text) == "<class 'agentloop.Text'>"
+    assert agentloop.stream.TextDelta.__module__ == "agentloop.stream"
+    assert agentloop.HookFailed.__module__ == "agentloop"
 
 
-def test_design_public_names_are_exported() -> None:
-    assert len(DESIGN_PUBLIC_NAMES) == len(set(DESIGN_PUBLIC_NAMES))
-    missing = [name for name in DESIGN_PUBLIC_NAMES if name not in agentloop.__all__]
-    assert missing == []
-    absent = [name for name in DESIGN_PUBLIC_NAMES if not hasattr(agentloop, name)]
-    assert absent == []
+def test_a_traceback_names_the_public_module() -> None:
+    import traceback
+
+    try:
+        raise agentloop.HookFailed("x raised ValueError: y", hook="x")
+    except agentloop.HookFailed as exc:
+        text = "".join(traceback.format_exception_only(exc))
+    assert text.startswith("agentloop.HookFailed: x raised ValueError")
 
 
-def test_design_testing_names_are_exported() -> None:
-    for name in DESIGN_TESTING_NAMES:
-        assert name in agentloop.testing.__all__
-        assert hasattr(agentloop.testing, name)
+def test_published_structs_still_decode() -> None:
+    # msgspec resolves annotations in the module a Struct names: they were resolved first.
+    checkpoint = agentloop.Checkpoint(
+        model=agentloop.ModelSpec(provider="p", model_id="m"),
+        messages=[agentloop.UserMessage.from_text("hi")],
+    )
+    assert agentloop.decode(agentloop.encode(checkpoint), agentloop.Checkpoint) == checkpoint
+    done = agentloop.stream.Done(usage=agentloop.Usage(input=1))
+    assert agentloop.decode(agentloop.encode(done), agentloop.stream.AssistantMessageEvent) == done
 
 
-def test_public_classes_and_functions_say_where_they_live() -> None:
-    # Re-exported objects come from private modules of the package, never from elsewhere.
-    for name in agentloop.__all__:
-        module = getattr(getattr(agentloop, name), "__module__", None)
-        if isinstance(module, str) and isinstance(getattr(agentloop, name), type):
-            assert module.startswith("agentloop."), (name, module)
+@pytest.mark.parametrize(("name", "module"), sorted(MOVED_DESIGN_NAMES.items()))
+def test_moved_names_live_in_their_submodule_and_warn_at_the_top(name: str, module: str) -> None:
+    new = getattr(getattr(agentloop, module), name)
+    with pytest.warns(DeprecationWarning, match=f"agentloop.{name} moved to agentloop.{module}"):
+        old = getattr(agentloop, name)
+    assert old is new
+
+
+def test_every_moved_name_resolves() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name, (module, new) in agentloop._MOVED.items():
+            assert getattr(agentloop, name) is getattr(getattr(agentloop, module), new)
+    with pytest.raises(AttributeError):
+        _ = agentloop.no_such_name
+
+
+def test_testing_exports_the_fakes() -> None:
+    assert "ScriptedStream" in agentloop.testing.__all__
 
 
 def test_version() -> None:

@@ -22,8 +22,11 @@ async def echo(text: str) -> str:
 
 async def test_text_only_turn() -> None:
     rec = Recorder()
-    result = await al.run_loop(
-        [al.UserMessage.text("hi")], al.AgentContext(), config([reply_text("hello")]), on_event=rec
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("hi")],
+        al.loop.AgentContext(),
+        config([reply_text("hello")]),
+        on_event=rec,
     )
     assert names(rec.events) == [
         "AgentStart",
@@ -52,8 +55,11 @@ async def test_two_turns_with_one_tool_call_each() -> None:
         reply_tool_calls(("echo", {"text": "b"})),
         reply_text("done"),
     ]
-    result = await al.run_loop(
-        [al.UserMessage.text("go")], al.AgentContext(), config(script, tools=[echo]), on_event=rec
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        config(script, tools=[echo]),
+        on_event=rec,
     )
     turn_with_tool = [
         "TurnStart",
@@ -102,9 +108,9 @@ async def test_model_error_ends_the_run() -> None:
         follow_ups += 1
         return []
 
-    result = await al.run_loop(
-        [al.UserMessage.text("hi")],
-        al.AgentContext(),
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("hi")],
+        al.loop.AgentContext(),
         config([reply_error(al.ErrorKind.AUTH, "bad key")], get_follow_up_messages=follow_up),
         on_event=rec,
     )
@@ -124,7 +130,7 @@ async def test_abort_during_streaming() -> None:
     rec = Recorder()
     started = anyio.Event()
 
-    async def stalls(ctx: al.LlmContext) -> al.AssistantMessage:
+    async def stalls(ctx: al.stream.LlmContext) -> al.AssistantMessage:
         started.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
@@ -135,9 +141,9 @@ async def test_abort_during_streaming() -> None:
 
     async def run() -> None:
         nonlocal result
-        result = await al.run_loop(
-            [al.UserMessage.text("hi")],
-            al.AgentContext(),
+        result = await al.loop.run_loop(
+            [al.UserMessage.from_text("hi")],
+            al.loop.AgentContext(),
             config(stream),
             on_event=rec,
             cancel_scope=scope,
@@ -179,9 +185,9 @@ async def test_abort_during_tools_pairs_every_call() -> None:
 
     async def run() -> None:
         nonlocal result
-        result = await al.run_loop(
-            [al.UserMessage.text("hi")],
-            al.AgentContext(),
+        result = await al.loop.run_loop(
+            [al.UserMessage.from_text("hi")],
+            al.loop.AgentContext(),
             config(script, tools=[echo, slow]),
             on_event=rec,
             cancel_scope=scope,
@@ -210,7 +216,7 @@ async def test_cancelling_the_caller_emits_closing_events_and_propagates() -> No
     rec = Recorder()
     started = anyio.Event()
 
-    async def stalls(ctx: al.LlmContext) -> al.AssistantMessage:
+    async def stalls(ctx: al.stream.LlmContext) -> al.AssistantMessage:
         started.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
@@ -223,8 +229,11 @@ async def test_cancelling_the_caller_emits_closing_events_and_propagates() -> No
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(cancel_when_started)
-            await al.run_loop(
-                [al.UserMessage.text("hi")], al.AgentContext(), config([stalls]), on_event=rec
+            await al.loop.run_loop(
+                [al.UserMessage.from_text("hi")],
+                al.loop.AgentContext(),
+                config([stalls]),
+                on_event=rec,
             )
             raise AssertionError("run_loop should have been cancelled")
     assert outer.cancelled_caught
@@ -234,12 +243,15 @@ async def test_cancelling_the_caller_emits_closing_events_and_propagates() -> No
 async def test_event_stream_yields_the_same_events_as_the_callback() -> None:
     script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done " * 50)]
     rec = Recorder()
-    await al.run_loop(
-        [al.UserMessage.text("go")], al.AgentContext(), config(script, tools=[echo]), on_event=rec
+    await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        config(script, tools=[echo]),
+        on_event=rec,
     )
     streamed: list[al.AgentEvent] = []
-    async with al.agent_loop(
-        [al.UserMessage.text("go")], al.AgentContext(), config(script, tools=[echo])
+    async with al.loop.agent_loop(
+        [al.UserMessage.from_text("go")], al.loop.AgentContext(), config(script, tools=[echo])
     ) as events:
         async for event in events:
             streamed.append(event)
@@ -264,9 +276,9 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
             finished.set()
         return ""
 
-    async with al.agent_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
+    async with al.loop.agent_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
         config([reply_tool_calls(("forever", {}))], tools=[forever]),
     ) as events:
         async for event in events:
@@ -278,17 +290,17 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
 
 async def test_continue_checks_the_history() -> None:
     with pytest.raises(al.NoMessages):
-        al.agent_loop_continue(al.AgentContext(), config([]))
-    ctx = al.AgentContext(messages=[al.UserMessage.text("q"), al.AssistantMessage()])
+        al.loop.agent_loop_continue(al.loop.AgentContext(), config([]))
+    ctx = al.loop.AgentContext(messages=[al.UserMessage.from_text("q"), al.AssistantMessage()])
     with pytest.raises(al.InvalidContinue):
-        al.agent_loop_continue(ctx, config([]))
+        al.loop.agent_loop_continue(ctx, config([]))
     with pytest.raises(al.InvalidContinue):
-        await al.run_loop([], ctx, config([]), continue_=True)
+        await al.loop.run_loop([], ctx, config([]), continue_=True)
 
 
 async def test_continue_from_a_user_message() -> None:
-    ctx = al.AgentContext(messages=[al.UserMessage.text("q")])
-    async with al.agent_loop_continue(ctx, config([reply_text("a")])) as events:
+    ctx = al.loop.AgentContext(messages=[al.UserMessage.from_text("q")])
+    async with al.loop.agent_loop_continue(ctx, config([reply_text("a")])) as events:
         seen = [e async for e in events]
     assert isinstance(seen[0], al.AgentStart)
     assert events.result.text == "a"
@@ -298,8 +310,10 @@ async def test_continue_from_a_user_message() -> None:
 
 async def test_model_name_and_context_reach_the_provider() -> None:
     stream = ScriptedStream([reply_text("x")])
-    ctx = al.AgentContext(system_prompt="be brief", messages=[al.UserMessage.text("earlier")])
-    await al.run_loop([al.UserMessage.text("now")], ctx, config(stream, tools=[echo]))
+    ctx = al.loop.AgentContext(
+        system_prompt="be brief", messages=[al.UserMessage.from_text("earlier")]
+    )
+    await al.loop.run_loop([al.UserMessage.from_text("now")], ctx, config(stream, tools=[echo]))
     call = stream.calls[0]
     assert call.model == MODEL
     assert call.context.system_prompt == "be brief"

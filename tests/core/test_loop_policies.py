@@ -29,13 +29,13 @@ def _clear() -> None:
 
 
 def prompt() -> list[al.AgentMessage]:
-    return [al.UserMessage.text("go")]
+    return [al.UserMessage.from_text("go")]
 
 
 class Fixed:
     """A policy returning fixed verdicts in turn, then Continue/Allow."""
 
-    def __init__(self, *verdicts: Any, default: Any = al.CONTINUE) -> None:
+    def __init__(self, *verdicts: Any, default: Any = al.policy.CONTINUE) -> None:
         self.verdicts = list(verdicts)
         self.default = default
         self.seen: list[Any] = []
@@ -54,12 +54,12 @@ class Raises:
 
 
 async def test_pre_turn_stop_and_inject() -> None:
-    stop = Fixed(al.CONTINUE, al.Stop(reason="enough"))
+    stop = Fixed(al.policy.CONTINUE, al.policy.Stop(reason="enough"))
     stream = ScriptedStream([reply_tool_calls(("act", {"value": 1})), reply_text("never")])
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(stream, tools=[act], pre_turn_policies=[stop]),
         on_event=rec,
     )
@@ -68,10 +68,10 @@ async def test_pre_turn_stop_and_inject() -> None:
     assert rec.of(al.TurnEnd)[-1].message is None
     assert isinstance(rec.events[-1], al.AgentEnd)
 
-    inject = Fixed(al.Inject(messages=[al.UserMessage.text("remember the rules")]))
+    inject = Fixed(al.policy.Inject(messages=[al.UserMessage.from_text("remember the rules")]))
     stream = ScriptedStream([reply_text("ok")])
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, pre_turn_policies=[inject])
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, pre_turn_policies=[inject])
     )
     sent = stream.calls[0].context.messages
     assert sent[-1].content[0].text == "remember the rules"  # type: ignore[union-attr]
@@ -80,21 +80,23 @@ async def test_pre_turn_stop_and_inject() -> None:
 
 
 async def test_pre_dispatch_skip_rewrite_and_stop() -> None:
-    def verdict_for(ctx: al.DispatchContext) -> al.DispatchVerdict:
+    def verdict_for(ctx: al.policy.DispatchContext) -> al.policy.DispatchVerdict:
         value = ctx.call.arguments["value"]
         if value == 1:
-            return al.Skip(reason="not allowed")
+            return al.policy.Skip(reason="not allowed")
         if value == 2:
-            return al.Rewrite(arguments={"value": 20})
-        return al.ALLOW
+            return al.policy.Rewrite(arguments={"value": 20})
+        return al.policy.ALLOW
 
     class Policy:
-        def evaluate(self, ctx: al.DispatchContext) -> al.DispatchVerdict:
+        def evaluate(self, ctx: al.policy.DispatchContext) -> al.policy.DispatchVerdict:
             return verdict_for(ctx)
 
     script = [reply_tool_calls(*[("act", {"value": v}) for v in (1, 2, 3)]), reply_text("ok")]
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[act], pre_dispatch_policies=[Policy()])
+    result = await al.loop.run_loop(
+        prompt(),
+        al.loop.AgentContext(),
+        config(script, tools=[act], pre_dispatch_policies=[Policy()]),
     )
     texts = [r.text for r in results_of(result.messages)]
     assert sorted(ran) == [3, 20]
@@ -103,21 +105,25 @@ async def test_pre_dispatch_skip_rewrite_and_stop() -> None:
     class StopOnThree:
         name = "guard"
 
-        def evaluate(self, ctx: al.DispatchContext) -> al.DispatchVerdict:
-            return al.Stop(reason="dangerous") if ctx.call.arguments["value"] == 3 else al.ALLOW
+        def evaluate(self, ctx: al.policy.DispatchContext) -> al.policy.DispatchVerdict:
+            return (
+                al.policy.Stop(reason="dangerous")
+                if ctx.call.arguments["value"] == 3
+                else al.policy.ALLOW
+            )
 
     ran.clear()
     approvals: list[Any] = []
 
-    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.ApprovalDecision:
+    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
         approvals.append(call.arguments)
-        return al.APPROVED
+        return al.policy.APPROVED
 
     script = [reply_tool_calls(*[("act", {"value": v}) for v in (1, 2, 3)]), reply_text("never")]
     stream = ScriptedStream(script)
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(stream, tools=[act], pre_dispatch_policies=[StopOnThree()], approval=approve),
     )
     # Two passes: the Stop on the third call came before any approval was asked.
@@ -132,16 +138,20 @@ async def test_pre_dispatch_skip_rewrite_and_stop() -> None:
 
 async def test_approved_with_rewrites_reenter_pre_dispatch() -> None:
     class NoBig:
-        def evaluate(self, ctx: al.DispatchContext) -> al.DispatchVerdict:
-            return al.Skip(reason="too big") if ctx.call.arguments["value"] > 100 else al.ALLOW
+        def evaluate(self, ctx: al.policy.DispatchContext) -> al.policy.DispatchVerdict:
+            return (
+                al.policy.Skip(reason="too big")
+                if ctx.call.arguments["value"] > 100
+                else al.policy.ALLOW
+            )
 
-    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.ApprovalDecision:
-        return al.ApprovedWith(arguments={"value": 1000})
+    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
+        return al.policy.ApprovedWith(arguments={"value": 1000})
 
     script = [reply_tool_calls(("act", {"value": 1})), reply_text("ok")]
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[act], pre_dispatch_policies=[NoBig()], approval=approve),
     )
     assert ran == []
@@ -150,9 +160,9 @@ async def test_approved_with_rewrites_reenter_pre_dispatch() -> None:
 
 async def test_post_turn_replace_inject_and_stop() -> None:
     class Redact:
-        def evaluate(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
+        def evaluate(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
             if not ctx.tool_results:
-                return al.CONTINUE
+                return al.policy.CONTINUE
             replaced = [
                 al.ToolResultMessage(
                     tool_call_id=r.tool_call_id,
@@ -161,17 +171,17 @@ async def test_post_turn_replace_inject_and_stop() -> None:
                 )
                 for r in ctx.tool_results
             ]
-            return al.Replace(tool_results=replaced)
+            return al.policy.Replace(tool_results=replaced)
 
     class WrongReplace:
-        def evaluate(self, ctx: al.PolicyContext) -> al.PolicyVerdict:
-            return al.Replace(tool_results=[])
+        def evaluate(self, ctx: al.policy.PolicyContext) -> al.policy.PolicyVerdict:
+            return al.policy.Replace(tool_results=[])
 
     stream = ScriptedStream([reply_tool_calls(("act", {"value": 7})), reply_text("ok")])
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(stream, tools=[act], post_turn_policies=[Redact(), WrongReplace()]),
         on_event=rec,
     )
@@ -182,17 +192,17 @@ async def test_post_turn_replace_inject_and_stop() -> None:
     # Events show what the tool really returned; the history what the model saw.
     assert rec.of(al.ToolExecutionEnd)[0].result.content[0].text == "7"
 
-    inject = Fixed(al.Inject(messages=[al.UserMessage.text("one more thing")]))
+    inject = Fixed(al.policy.Inject(messages=[al.UserMessage.from_text("one more thing")]))
     stream = ScriptedStream([reply_text("first"), reply_text("second")])
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, post_turn_policies=[inject])
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, post_turn_policies=[inject])
     )
     assert result.text == "second"
 
-    stop = Fixed(al.Stop(reason="budget"))
+    stop = Fixed(al.policy.Stop(reason="budget"))
     stream = ScriptedStream([reply_tool_calls(("act", {"value": 1})), reply_text("never")])
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, tools=[act], post_turn_policies=[stop])
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, tools=[act], post_turn_policies=[stop])
     )
     assert result.stopped_by == "Fixed: budget"
     assert len(stream.calls) == 1
@@ -200,10 +210,10 @@ async def test_post_turn_replace_inject_and_stop() -> None:
 
 
 async def test_post_loop_inject_continues_and_stop_ends() -> None:
-    post = Fixed(al.Inject(messages=[al.UserMessage.text("check your work")]))
+    post = Fixed(al.policy.Inject(messages=[al.UserMessage.from_text("check your work")]))
     stream = ScriptedStream([reply_text("draft"), reply_text("checked")])
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, post_loop_policies=[post])
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, post_loop_policies=[post])
     )
     assert result.text == "checked"
     assert len(post.seen) == 2
@@ -212,9 +222,9 @@ async def test_post_loop_inject_continues_and_stop_ends() -> None:
 async def test_raising_fail_open_policies_count_as_pass() -> None:
     stream = ScriptedStream([reply_tool_calls(("act", {"value": 5})), reply_text("fine")])
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(
             stream,
             tools=[act],

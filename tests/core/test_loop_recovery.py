@@ -22,7 +22,7 @@ async def echo(text: str) -> str:
 
 
 def prompt(text: str = "go") -> list[al.AgentMessage]:
-    return [al.UserMessage.text(text)]
+    return [al.UserMessage.from_text(text)]
 
 
 async def test_throttling_is_retried_within_one_message_lifecycle() -> None:
@@ -34,7 +34,7 @@ async def test_throttling_is_retried_within_one_message_lifecycle() -> None:
         ]
     )
     rec = Recorder()
-    result = await al.run_loop(prompt(), al.AgentContext(), config(stream), on_event=rec)
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(stream), on_event=rec)
     assert result.text == "finally"
     assert len(stream.calls) == 3
     retries = rec.of(al.StreamRetry)
@@ -49,49 +49,49 @@ async def test_throttling_is_retried_within_one_message_lifecycle() -> None:
 
 async def test_retries_run_out_and_non_retryable_errors_are_not_retried() -> None:
     stream = ScriptedStream([reply_error(al.ErrorKind.THROTTLED, "busy")] * 5)
-    result = await al.run_loop(prompt(), al.AgentContext(), config(stream))
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(stream))
     assert len(stream.calls) == 3  # max_attempts=3 in the helper's strategy
     assert result.error_kind is al.ErrorKind.THROTTLED
     with pytest.raises(al.ModelThrottled):
         result.raise_for_error()
 
     stream = ScriptedStream([reply_error(al.ErrorKind.CONTENT_FILTERED, "no"), reply_text("x")])
-    result = await al.run_loop(prompt(), al.AgentContext(), config(stream))
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(stream))
     assert len(stream.calls) == 1
     assert result.error_kind is al.ErrorKind.CONTENT_FILTERED
 
 
 async def test_a_provider_that_raises_becomes_an_error_message() -> None:
     stream = ScriptedStream([ConnectionResetError("peer reset"), ValueError("bug in adapter")])
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, retry_strategy=al.NoRetry())
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, retry_strategy=al.retry.NoRetry())
     )
     assert result.stop_reason is al.StopReason.ERROR
     assert result.error_kind is al.ErrorKind.NETWORK
     assert "peer reset" in (result.error or "")
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, retry_strategy=al.NoRetry())
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, retry_strategy=al.retry.NoRetry())
     )
     assert result.error_kind is al.ErrorKind.OTHER
 
 
 async def test_malformed_streams_end_as_typed_errors() -> None:
-    cases: list[list[al.AssistantMessageEvent]] = [
-        [al.TextDelta(index=0, delta="x"), al.Done()],
-        [al.TextStart(index=0), al.TextDelta(index=0, delta="never ends")],
+    cases: list[list[al.stream.AssistantMessageEvent]] = [
+        [al.stream.TextDelta(index=0, delta="x"), al.stream.Done()],
+        [al.stream.TextStart(index=0), al.stream.TextDelta(index=0, delta="never ends")],
         [
-            al.ToolCallStart(index=0, id="c", name="echo"),
-            al.ToolCallDelta(index=0, delta='{"text": '),
-            al.ToolCallEnd(index=0),
-            al.Done(stop_reason=al.StopReason.TOOL_USE),
+            al.stream.ToolCallStart(index=0, id="c", name="echo"),
+            al.stream.ToolCallDelta(index=0, delta='{"text": '),
+            al.stream.ToolCallEnd(index=0),
+            al.stream.Done(stop_reason=al.StopReason.TOOL_USE),
         ],
     ]
     for events in cases:
         rec = Recorder()
-        result = await al.run_loop(
+        result = await al.loop.run_loop(
             prompt(),
-            al.AgentContext(),
-            config(ScriptedStream([events]), tools=[echo], retry_strategy=al.NoRetry()),
+            al.loop.AgentContext(),
+            config(ScriptedStream([events]), tools=[echo], retry_strategy=al.retry.NoRetry()),
             on_event=rec,
         )
         assert result.stop_reason is al.StopReason.ERROR
@@ -103,21 +103,23 @@ async def test_malformed_streams_end_as_typed_errors() -> None:
 async def test_overflow_is_recovered_once_per_turn() -> None:
     seen: list[tuple[bool, int]] = []
 
-    def window(messages: list[al.AgentMessage], ctx: al.TransformContext) -> list[al.AgentMessage]:
+    def window(
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
+    ) -> list[al.AgentMessage]:
         seen.append((ctx.overflow, len(messages)))
         if ctx.overflow:
             ctx.report("dropped everything but the last message", dropped=len(messages) - 1)
             return messages[-1:]
         return messages
 
-    history: list[al.AgentMessage] = [al.UserMessage.text(f"old {i}") for i in range(4)]
+    history: list[al.AgentMessage] = [al.UserMessage.from_text(f"old {i}") for i in range(4)]
     stream = ScriptedStream(
         [reply_error(al.ErrorKind.CONTEXT_OVERFLOW, "prompt is too long"), reply_text("fits now")]
     )
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt("new"),
-        al.AgentContext(messages=history),
+        al.loop.AgentContext(messages=history),
         config(stream, transform_context=window),
         on_event=rec,
     )
@@ -130,8 +132,10 @@ async def test_overflow_is_recovered_once_per_turn() -> None:
     assert not any(isinstance(m, al.AssistantMessage) and m.error_message for m in result.messages)
 
     stream = ScriptedStream([reply_error(al.ErrorKind.CONTEXT_OVERFLOW, "still too long")] * 3)
-    result = await al.run_loop(
-        prompt("new"), al.AgentContext(messages=history), config(stream, transform_context=window)
+    result = await al.loop.run_loop(
+        prompt("new"),
+        al.loop.AgentContext(messages=history),
+        config(stream, transform_context=window),
     )
     assert len(stream.calls) == 2  # one recovery attempt, not more
     assert result.error_kind is al.ErrorKind.CONTEXT_OVERFLOW
@@ -143,25 +147,25 @@ async def test_transformers_run_in_order_before_conversion_every_turn() -> None:
     log: list[str] = []
 
     async def async_transform(
-        messages: list[al.AgentMessage], ctx: al.TransformContext
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
     ) -> list[al.AgentMessage]:
         log.append(f"async {ctx.turn}")
         return messages
 
     def transform(
-        messages: list[al.AgentMessage], ctx: al.TransformContext
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
     ) -> list[al.AgentMessage]:
         log.append(f"sync {ctx.turn}")
         return messages
 
     def convert(message: al.AgentMessage) -> al.LlmMessage | None:
         log.append("convert")
-        return al.default_convert_to_llm(message)
+        return al.loop.default_convert_to_llm(message)
 
     script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done")]
-    await al.run_loop(
+    await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(
             script,
             tools=[echo],
@@ -182,8 +186,10 @@ async def test_custom_messages_are_kept_but_not_sent() -> None:
         text: str
 
     stream = ScriptedStream([reply_text("ok")])
-    result = await al.run_loop(
-        [Note(text="for the UI"), al.UserMessage.text("q")], al.AgentContext(), config(stream)
+    result = await al.loop.run_loop(
+        [Note(text="for the UI"), al.UserMessage.from_text("q")],
+        al.loop.AgentContext(),
+        config(stream),
     )
     assert isinstance(result.messages[0], Note)
     assert all(not isinstance(m, Note) for m in stream.calls[0].context.messages)
@@ -207,8 +213,8 @@ async def test_max_tokens_recovery_replaces_incomplete_calls() -> None:
     )
     stream = ScriptedStream([cut, reply_text("retrying shorter")])
     rec = Recorder()
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(stream, tools=[echo2]), on_event=rec
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(stream, tools=[echo2]), on_event=rec
     )
     assert ran == ["complete"]
     results = results_of(result.messages)
@@ -221,7 +227,7 @@ async def test_max_tokens_recovery_replaces_incomplete_calls() -> None:
 
 async def test_history_repair_answers_orphan_calls() -> None:
     history: list[al.AgentMessage] = [
-        al.UserMessage.text("earlier"),
+        al.UserMessage.from_text("earlier"),
         al.AssistantMessage(
             content=[al.ToolCall(id="lost", name="echo", arguments={"text": "x"})],
             stop_reason=al.StopReason.TOOL_USE,
@@ -229,7 +235,9 @@ async def test_history_repair_answers_orphan_calls() -> None:
         al.ToolResultMessage(tool_call_id="stray", content=[al.Text(text="no call")]),
     ]
     stream = ScriptedStream([reply_text("ok")])
-    await al.run_loop(prompt(), al.AgentContext(messages=history), config(stream, tools=[echo]))
+    await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(messages=history), config(stream, tools=[echo])
+    )
     sent = stream.calls[0].context.messages
     assert [type(m).__name__ for m in sent] == [
         "UserMessage",
@@ -264,16 +272,18 @@ async def test_dynamic_system_prompt_once_per_turn_and_api_key_per_call() -> Non
         ]
     )
 
-    def prune(messages: list[al.AgentMessage], ctx: al.TransformContext) -> list[al.AgentMessage]:
+    def prune(
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
+    ) -> list[al.AgentMessage]:
         return messages[-1:] if ctx.overflow else messages
 
     earlier: list[al.AgentMessage] = [
-        al.UserMessage.text("earlier"),
+        al.UserMessage.from_text("earlier"),
         al.AssistantMessage(content=[al.Text(text="earlier answer")]),
     ]
-    await al.run_loop(
+    await al.loop.run_loop(
         prompt(),
-        al.AgentContext(system_prompt="static", messages=earlier),
+        al.loop.AgentContext(system_prompt="static", messages=earlier),
         config(
             stream,
             tools=[echo],
@@ -294,8 +304,8 @@ async def test_dynamic_system_prompt_once_per_turn_and_api_key_per_call() -> Non
 
 
 async def test_follow_ups_continue_the_run_and_steering_after_a_text_turn() -> None:
-    follow: list[al.AgentMessage] = [al.UserMessage.text("and then?")]
-    steer_after_text: list[al.AgentMessage] = [al.UserMessage.text("also this")]
+    follow: list[al.AgentMessage] = [al.UserMessage.from_text("and then?")]
+    steer_after_text: list[al.AgentMessage] = [al.UserMessage.from_text("also this")]
     polls = {"steer": 0, "follow": 0}
 
     async def poll_follow() -> list[al.AgentMessage]:
@@ -311,9 +321,9 @@ async def test_follow_ups_continue_the_run_and_steering_after_a_text_turn() -> N
         return taken
 
     stream = ScriptedStream([reply_text("one"), reply_text("two"), reply_text("three")])
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(stream, get_follow_up_messages=poll_follow, get_steering_messages=poll_steer),
     )
     user_texts = [m.content[0].text for m in result.messages if isinstance(m, al.UserMessage)]  # type: ignore[union-attr]
@@ -328,18 +338,18 @@ async def test_error_and_abort_never_poll_follow_ups() -> None:
     async def poll_follow() -> list[al.AgentMessage]:
         nonlocal polled
         polled += 1
-        return [al.UserMessage.text("more")]
+        return [al.UserMessage.from_text("more")]
 
-    await al.run_loop(
+    await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config([reply_error(al.ErrorKind.AUTH, "no")], get_follow_up_messages=poll_follow),
     )
     scope = anyio.CancelScope()
     scope.cancel()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config([reply_text("x")], get_follow_up_messages=poll_follow),
         cancel_scope=scope,
     )
@@ -348,13 +358,15 @@ async def test_error_and_abort_never_poll_follow_ups() -> None:
 
 
 async def test_raising_hooks_end_the_run_cleanly() -> None:
-    def broken(messages: list[al.AgentMessage], ctx: al.TransformContext) -> list[al.AgentMessage]:
+    def broken(
+        messages: list[al.AgentMessage], ctx: al.loop.TransformContext
+    ) -> list[al.AgentMessage]:
         raise KeyError("oops")
 
     rec = Recorder()
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config([reply_text("x")], transform_context=broken),
         on_event=rec,
     )
@@ -373,8 +385,8 @@ async def test_a_raising_callback_is_dropped_and_the_run_goes_on() -> None:
         raise RuntimeError("subscriber bug")
 
     script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done")]
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[echo]), on_event=bad
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[echo]), on_event=bad
     )
     assert calls == 1
     assert result.text == "done"
@@ -406,8 +418,8 @@ async def test_no_task_outlives_an_abort() -> None:
 
     async def run() -> None:
         result.append(
-            await al.run_loop(
-                prompt(), al.AgentContext(), config(script, tools=[linger]), cancel_scope=scope
+            await al.loop.run_loop(
+                prompt(), al.loop.AgentContext(), config(script, tools=[linger]), cancel_scope=scope
             )
         )
 
@@ -433,7 +445,7 @@ async def test_usage_and_cost_are_summed_and_priced() -> None:
     )
     cfg = config(stream, tools=[echo])
     cfg.model = priced
-    result = await al.run_loop(prompt(), al.AgentContext(), cfg)
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg)
     assert result.usage == al.Usage(input=3000, output=150, total=3150)
     assert result.cost.total == pytest.approx((3000 * 1.0 + 150 * 2.0) / 1_000_000)
     per_message: Any = [m.cost.total for m in result.messages if isinstance(m, al.AssistantMessage)]

@@ -21,7 +21,7 @@ STEERING = "tool call cancelled: user requested steering interrupt"
 
 
 def prompt() -> list[al.AgentMessage]:
-    return [al.UserMessage.text("go")]
+    return [al.UserMessage.from_text("go")]
 
 
 async def test_a_batch_runs_all_at_once() -> None:
@@ -41,7 +41,7 @@ async def test_a_batch_runs_all_at_once() -> None:
         return f"met {i}"
 
     script = [reply_tool_calls(*[("meet", {"i": i}) for i in range(n)]), reply_text("ok")]
-    result = await al.run_loop(prompt(), al.AgentContext(), config(script, tools=[meet]))
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(script, tools=[meet]))
     assert [r.text for r in results_of(result.messages)] == [f"met {i}" for i in range(n)]
     assert not any(r.is_error for r in results_of(result.messages))
 
@@ -63,8 +63,8 @@ async def test_sequential_strategy_runs_in_call_order() -> None:
         return name
 
     script = [reply_tool_calls(*[("step", {"name": c}) for c in "abc"]), reply_text("ok")]
-    await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[step], tool_execution="sequential")
+    await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[step], tool_execution="sequential")
     )
     assert order == ["start a", "end a", "start b", "end b", "start c", "end c"]
 
@@ -95,8 +95,8 @@ async def test_partition_strategy_runs_groups_in_order() -> None:
         ),
         reply_text("ok"),
     ]
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[work], tool_execution=partition)
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[work], tool_execution=partition)
     )
     assert {"r1", "r2"} in seen
     assert all("w1" not in s or s == {"w1"} for s in seen)
@@ -120,8 +120,8 @@ async def test_capacity_limiter_caps_concurrency() -> None:
         return "ok"
 
     script = [reply_tool_calls(*[("busy", {}) for _ in range(6)]), reply_text("ok")]
-    await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[busy], max_concurrent_tools=2)
+    await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[busy], max_concurrent_tools=2)
     )
     assert peak == 2
 
@@ -136,7 +136,7 @@ async def test_steering_cancels_the_rest_of_the_batch() -> None:
         """A job."""
         if name == "first":
             await release_first.wait()
-            steering.append(al.UserMessage.text("change of plan"))
+            steering.append(al.UserMessage.from_text("change of plan"))
             return "first done"
         try:
             await anyio.sleep_forever()
@@ -163,9 +163,9 @@ async def test_steering_cancels_the_rest_of_the_batch() -> None:
         ]
     )
     rec = Recorder(release)
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(stream, tools=[job], get_steering_messages=poll_steering),
         on_event=rec,
     )
@@ -187,7 +187,7 @@ async def test_steering_cancels_the_rest_of_the_batch() -> None:
 
 async def test_steering_before_a_later_group_starts_it_never_runs() -> None:
     ran: list[int] = []
-    queue: list[al.AgentMessage] = [al.UserMessage.text("stop that")]
+    queue: list[al.AgentMessage] = [al.UserMessage.from_text("stop that")]
 
     @al.tool
     async def step(i: int) -> str:
@@ -201,9 +201,9 @@ async def test_steering_before_a_later_group_starts_it_never_runs() -> None:
         return taken
 
     script = [reply_tool_calls(*[("step", {"i": i}) for i in range(3)]), reply_text("ok")]
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[step], tool_execution="sequential", get_steering_messages=poll),
     )
     assert ran == [0]
@@ -229,7 +229,7 @@ async def test_invalid_arguments_never_reach_execute() -> None:
         }
 
         async def execute(
-            self, call_id: str, arguments: Any, on_update: al.OnUpdate
+            self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
         ) -> al.AgentToolResult:
             calls.append(arguments)
             return al.AgentToolResult.text("ran")
@@ -245,7 +245,9 @@ async def test_invalid_arguments_never_reach_execute() -> None:
         ),
         reply_text("ok"),
     ]
-    result = await al.run_loop(prompt(), al.AgentContext(), config(script, tools=[typed, Schema()]))
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[typed, Schema()])
+    )
     results = results_of(result.messages)
     assert calls == [3]
     assert [r.is_error for r in results] == [True, True, True, True, True, False]
@@ -268,7 +270,7 @@ async def test_bad_calls_from_the_model_are_answered() -> None:
         return text
 
     stream = ScriptedStream([reply_tool_calls(*calls), reply_text("ok")])
-    result = await al.run_loop(prompt(), al.AgentContext(), config(stream, tools=[echo]))
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(stream, tools=[echo]))
     assistant = result.messages[1]
     assert isinstance(assistant, al.AssistantMessage)
     ids = [c.id for c in assistant.tool_calls]
@@ -299,15 +301,15 @@ async def test_raising_tool_timeout_and_wrong_return_type() -> None:
         name = "wrong"
 
         async def execute(
-            self, call_id: str, arguments: Any, on_update: al.OnUpdate
+            self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
         ) -> al.AgentToolResult:
             return "a plain string"  # type: ignore[return-value]
 
     rec = Recorder()
     script = [reply_tool_calls(("boom", {}), ("slow", {}), ("wrong", {})), reply_text("ok")]
-    result = await al.run_loop(
+    result = await al.loop.run_loop(
         prompt(),
-        al.AgentContext(),
+        al.loop.AgentContext(),
         config(script, tools=[boom, slow, Wrong()], tool_timeout=0.05),
         on_event=rec,
     )
@@ -321,7 +323,7 @@ async def test_raising_tool_timeout_and_wrong_return_type() -> None:
 
 async def test_tool_updates_become_events() -> None:
     @al.tool
-    async def progress(ctx: al.ToolContext) -> str:
+    async def progress(ctx: al.ToolContext[Any]) -> str:
         """Reports progress."""
         ctx.on_update("half")
         ctx.on_update(al.AgentToolResult.text("almost"))
@@ -329,7 +331,9 @@ async def test_tool_updates_become_events() -> None:
 
     rec = Recorder()
     script = [reply_tool_calls(("progress", {})), reply_text("ok")]
-    await al.run_loop(prompt(), al.AgentContext(), config(script, tools=[progress]), on_event=rec)
+    await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[progress]), on_event=rec
+    )
     updates = rec.of(al.ToolExecutionUpdate)
     assert [(u.call_id, u.name, u.update.content[0].text) for u in updates] == [
         ("call_1", "progress", "half"),
@@ -343,7 +347,7 @@ async def test_slow_stream_consumer_never_blocks_a_tool_and_updates_coalesce() -
     tool_done = anyio.Event()
 
     @al.tool
-    async def chatty(ctx: al.ToolContext) -> str:
+    async def chatty(ctx: al.ToolContext[Any]) -> str:
         """Many updates."""
         for i in range(n_updates):
             ctx.on_update(str(i))
@@ -352,7 +356,9 @@ async def test_slow_stream_consumer_never_blocks_a_tool_and_updates_coalesce() -
 
     script = [reply_tool_calls(("chatty", {})), reply_text("ok")]
     updates: list[str] = []
-    async with al.agent_loop(prompt(), al.AgentContext(), config(script, tools=[chatty])) as events:
+    async with al.loop.agent_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[chatty])
+    ) as events:
         async for event in events:
             if isinstance(event, al.ToolExecutionStart):
                 # The consumer stalls until the tool has finished: the tool never waited on it.
@@ -375,19 +381,19 @@ async def test_approval_rejects_rewrites_and_survives_a_raising_callback() -> No
         got.append(value)
         return str(value)
 
-    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.ApprovalDecision:
+    async def approve(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
         value = call.arguments["value"]
         if value == 1:
-            return al.APPROVED
+            return al.policy.APPROVED
         if value == 2:
-            return al.Rejected(reason="not today")
+            return al.policy.Rejected(reason="not today")
         if value == 3:
-            return al.ApprovedWith(arguments={"value": 30})
+            return al.policy.ApprovedWith(arguments={"value": 30})
         raise RuntimeError("approval UI crashed")
 
     script = [reply_tool_calls(*[("act", {"value": v}) for v in (1, 2, 3, 4)]), reply_text("ok")]
-    result = await al.run_loop(
-        prompt(), al.AgentContext(), config(script, tools=[act], approval=approve)
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[act], approval=approve)
     )
     texts = [r.text for r in results_of(result.messages)]
     assert sorted(got) == [1, 30]

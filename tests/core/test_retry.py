@@ -9,15 +9,14 @@ import pytest
 from agentloop import (
     ContextWindowOverflow,
     ErrorKind,
-    ExponentialBackoff,
     ModelError,
     ModelThrottled,
     NetworkError,
-    RetryStrategy,
     StreamError,
 )
 from agentloop._errors import error_for_kind
 from agentloop._retry import NoRetry
+from agentloop.retry import ExponentialBackoff, RetryStrategy
 
 THROTTLED = ModelThrottled("429")
 NETWORK = NetworkError("connection reset")

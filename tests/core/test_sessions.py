@@ -26,15 +26,15 @@ from agentloop import (
     UserMessage,
     encode,
 )
-from agentloop._sessions import (
-    INTERRUPTED,
+from agentloop._session_resume import INTERRUPTED
+from agentloop.sessions import (
     JsonlSessionStore,
     SessionNotFound,
     SessionRecorder,
     SessionStore,
     SqliteSessionStore,
+    load_session as resume,
     repair_history,
-    resume,
 )
 
 if TYPE_CHECKING:

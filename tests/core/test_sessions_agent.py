@@ -18,13 +18,13 @@ from agentloop import (
     encode,
     tool,
 )
-from agentloop._sessions import (
-    INTERRUPTED,
+from agentloop._session_resume import INTERRUPTED
+from agentloop.sessions import (
     JsonlSessionStore,
     SessionRecorder,
     SessionStore,
     SqliteSessionStore,
-    resume,
+    load_session as resume,
 )
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
@@ -178,7 +178,7 @@ async def test_an_agent_killed_mid_run_resumes_with_a_well_paired_history(
     recorder = SessionRecorder(store, sid)
     resumed.subscribe(recorder)
     async with recorder.running():
-        first = await resumed.continue_()
+        first = await resumed.continue_run()
         second = await resumed.prompt("try again")
     assert first.text == "the last check was interrupted; retrying"
     assert second.text == "done"

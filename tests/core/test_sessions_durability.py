@@ -25,7 +25,7 @@ from agentloop import (
     UserMessage,
     encode,
 )
-from agentloop._sessions import (
+from agentloop.sessions import (
     JsonlSessionStore,
     SessionRecorder,
     SessionStore,
@@ -75,7 +75,7 @@ _WRITER = """
 import os, sys
 import anyio
 from agentloop import Text, UserMessage
-from agentloop._sessions import JsonlSessionStore
+from agentloop.sessions import JsonlSessionStore
 
 directory, sid, tag, count, backend = sys.argv[1:6]
 real_write = os.write

@@ -21,12 +21,12 @@ from agentloop import (
     ToolResultMessage,
     UserMessage,
 )
-from agentloop._sessions import (
+from agentloop._session_store import _auto_fields as real
+from agentloop.sessions import (
     JsonlSessionStore,
     SessionRecorder,
     SessionStore,
     SqliteSessionStore,
-    _auto_fields as real,
 )
 
 if TYPE_CHECKING:

@@ -10,27 +10,29 @@ import pytest
 from hypothesis import given, strategies as st
 
 from agentloop import (
-    Accumulator,
     AssistantMessage,
-    AssistantMessageEvent,
     ContentBlock,
     Cost,
-    Done,
-    ErrorEvent,
     ErrorKind,
     Extension,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
     Text,
-    TextDelta,
-    TextStart,
     Thinking,
     ToolCall,
-    ToolCallDelta,
     Usage,
     UserMessage,
+)
+from agentloop.stream import (
+    Accumulator,
+    AssistantMessageEvent,
+    Done,
+    ErrorEvent,
+    LlmContext,
+    TextDelta,
+    TextStart,
+    ToolCallDelta,
 )
 from agentloop.testing import (
     FunctionStream,
@@ -48,7 +50,7 @@ OPTIONS = StreamOptions()
 
 
 def context(text: str = "hi") -> LlmContext:
-    return LlmContext(system_prompt="sys", messages=[UserMessage.text(text)])
+    return LlmContext(system_prompt="sys", messages=[UserMessage.from_text(text)])
 
 
 async def collect(
@@ -270,13 +272,13 @@ async def test_exhausted_script_fails_with_an_error_event() -> None:
 
 async def test_calls_record_copies_of_the_contexts() -> None:
     model = ScriptedStream([reply_text("a"), reply_text("b")])
-    messages: list[Any] = [UserMessage.text("first")]
+    messages: list[Any] = [UserMessage.from_text("first")]
     ctx = LlmContext(system_prompt="s", messages=messages)
     options = StreamOptions(temperature=0.1)
     async with aclosing(model(MODEL, ctx, options)) as events:  # type: ignore[type-var]
         async for _ in events:
             pass
-    messages.append(UserMessage.text("second"))  # the caller reuses its list
+    messages.append(UserMessage.from_text("second"))  # the caller reuses its list
     await collect(model, ctx)
     assert [len(c.context.messages) for c in model.calls] == [1, 2]
     assert model.calls[0].model == MODEL
@@ -322,5 +324,5 @@ async def test_function_stream_async_and_errors() -> None:
 
     model = FunctionStream(flaky)
     assert (await answer(model)).error_kind is ErrorKind.NETWORK
-    two = LlmContext(messages=[UserMessage.text("a"), UserMessage.text("b")])
+    two = LlmContext(messages=[UserMessage.from_text("a"), UserMessage.from_text("b")])
     assert (await answer(model, two)).text == "ok"

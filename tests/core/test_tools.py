@@ -248,7 +248,7 @@ async def test_tool_context_is_injected_and_kept_out_of_the_schema() -> None:
     updates: list[AgentToolResult | str] = []
 
     @tool
-    async def work(steps: int, ctx: ToolContext) -> str:
+    async def work(steps: int, ctx: ToolContext[Any]) -> str:
         for i in range(steps):
             ctx.on_update(f"step {i}")
         return f"{ctx.name}:{ctx.call_id}"

@@ -85,10 +85,10 @@ async def test_a_failing_toolset_ends_the_run_naming_it() -> None:
         def get_tools(self) -> Any:
             raise ConnectionError("server gone")
 
-    result = await al.run_loop(
-        [al.UserMessage.text("go")],
-        al.AgentContext(),
-        al.AgentLoopConfig(
+    result = await al.loop.run_loop(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        al.loop.AgentLoopConfig(
             model=MODEL, stream_fn=ScriptedStream([reply_text("x")]), toolsets=[Broken()]
         ),
     )

@@ -232,8 +232,8 @@ def test_assistant_message_defaults() -> None:
 
 def test_user_message_text_helper() -> None:
     image = Image(url="https://example.com/cat.png")
-    assert UserMessage.text("hi").content == [Text(text="hi")]
-    assert UserMessage.text("look", images=[image]).content == [Text(text="look"), image]
+    assert UserMessage.from_text("hi").content == [Text(text="hi")]
+    assert UserMessage.from_text("look", images=[image]).content == [Text(text="look"), image]
 
 
 def test_tool_result_text() -> None:
@@ -287,7 +287,7 @@ def test_custom_message_tag_clashing_with_a_role_is_refused() -> None:
 def _result(
     stop: StopReason, kind: ErrorKind | None = None, error: str | None = None
 ) -> AgentResult:
-    return AgentResult(messages=[], stop_reason=stop, error=error, error_kind=kind)
+    return AgentResult(messages=[], stop_reason=stop, error=error, error_kind=kind, output="")
 
 
 @pytest.mark.parametrize(
@@ -330,17 +330,20 @@ def test_agent_result_final_message_and_text() -> None:
     last = AssistantMessage(content=[Text(text="last")])
     result = AgentResult(
         messages=[
-            UserMessage.text("q"),
+            UserMessage.from_text("q"),
             first,
             ToolResultMessage(tool_call_id="c", content=[]),
             last,
-            UserMessage.text("after"),
+            UserMessage.from_text("after"),
         ],
         stop_reason=StopReason.STOP,
+        output="last",
     )
     assert result.final_message is last
     assert result.text == "last"
-    empty = AgentResult(messages=[UserMessage.text("q")], stop_reason=StopReason.ABORTED)
+    empty = AgentResult(
+        messages=[UserMessage.from_text("q")], stop_reason=StopReason.ABORTED, output=""
+    )
     assert empty.final_message is None
     assert empty.text == ""
 

@@ -7,26 +7,22 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agentloop import (
-    AgentContext,
     AgentEvent,
-    AgentLoopConfig,
     AgentMessage,
     AgentResult,
     AgentTool,
     AgentToolResult,
     AssistantMessage,
     Cost,
-    DispatchContext,
-    MessagesView,
     ModelSpec,
-    PolicyContext,
     Text,
     ToolCall,
     ToolResultMessage,
     Usage,
     UserMessage,
-    run_loop,
 )
+from agentloop.loop import AgentContext, AgentLoopConfig, run_loop
+from agentloop.policy import DispatchContext, MessagesView, PolicyContext
 from agentloop.testing import ScriptedStream
 
 if TYPE_CHECKING:
@@ -85,7 +81,10 @@ async def run(
     stream = ScriptedStream(script)
     config = AgentLoopConfig(model=model, stream_fn=stream, tools=tools or [], **options)
     result = await run_loop(
-        [UserMessage.text(prompt)], AgentContext(system_prompt="test"), config, on_event=on_event
+        [UserMessage.from_text(prompt)],
+        AgentContext(system_prompt="test"),
+        config,
+        on_event=on_event,
     )
     return result, stream
 

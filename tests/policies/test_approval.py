@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from agentloop import (
-    Agent,
-    AgentTool,
-    Approved,
-    ApprovedWith,
-    Rejected,
-    StopReason,
-    ToolCall,
-    tool,
-)
+from agentloop import Agent, AgentTool, StopReason, ToolCall, tool
+from agentloop.policy import Approved, ApprovedWith, Rejected
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_policies import ALWAYS_ALLOW, ApprovalAnswer, ApprovalGate, ApprovalMode, Sandbox
 

@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentloop import (
-    Agent,
-    AgentTool,
-    ApprovalDecision,
-    ApprovedWith,
-    Rejected,
-    Skip,
-    ToolCall,
-    Usage,
-)
+from agentloop import Agent, AgentTool, ToolCall, Usage
+from agentloop.policy import ApprovalDecision, ApprovedWith, Rejected, Skip
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_policies import AuditLogger, MaxTurns, PiiRedactor, ToolDenyList, WatchedPolicy
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentloop import Continue, Image, Replace, Stop, Text, ToolResultMessage
+from agentloop import Image, Text, ToolResultMessage
+from agentloop.policy import Continue, Replace, Stop
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import INJECTION_RULES, PromptInjectionGuard
 

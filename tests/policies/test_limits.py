@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from agentloop import Continue, Cost, ModelSpec, Pricing, Stop, StopReason, Usage
+from agentloop import Cost, ModelSpec, Pricing, StopReason, Usage
+from agentloop.policy import Continue, Stop
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import Budget, MaxTurns, tokens_of
 

@@ -6,14 +6,8 @@ from typing import Any
 
 import pytest
 
-from agentloop import (
-    AgentMessage,
-    AssistantMessage,
-    Continue,
-    Inject,
-    Stop,
-    UserMessage,
-)
+from agentloop import AgentMessage, AssistantMessage, UserMessage
+from agentloop.policy import Continue, Inject, Stop
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import LoopDetection
 
@@ -32,13 +26,13 @@ def evaluate(policy: LoopDetection, history: list[AgentMessage], message: Assist
 
 def test_repeats_below_threshold_continue() -> None:
     policy = LoopDetection(threshold=3)
-    history: list[AgentMessage] = [UserMessage.text("go"), turn(("f", {"a": 1})), result("r")]
+    history: list[AgentMessage] = [UserMessage.from_text("go"), turn(("f", {"a": 1})), result("r")]
     assert isinstance(evaluate(policy, history, turn(("f", {"a": 1}))), Continue)
 
 
 def test_third_repeat_nudges_fourth_stops() -> None:
     policy = LoopDetection(threshold=3)
-    history: list[AgentMessage] = [UserMessage.text("go")]
+    history: list[AgentMessage] = [UserMessage.from_text("go")]
     for _ in range(2):
         history += [turn(("f", {"a": 1, "b": 2})), result("r")]
     third = turn(("f", {"b": 2, "a": 1}))  # key order does not matter
@@ -90,7 +84,7 @@ def test_window_forgets_old_calls() -> None:
 def test_only_this_run_counts() -> None:
     policy = LoopDetection(threshold=2)
     earlier: list[AgentMessage] = [turn(("f", {})), result("r"), reply_text("done")]
-    history = [*earlier, UserMessage.text("again")]
+    history = [*earlier, UserMessage.from_text("again")]
     ctx = policy_ctx(messages=history, new_messages=1, message=turn(("f", {})))
     assert isinstance(policy.evaluate(ctx), Continue)
 

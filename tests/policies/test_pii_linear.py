@@ -23,15 +23,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentloop import (
-    Agent,
-    AssistantMessageEvent,
-    LlmContext,
-    ModelSpec,
-    StopReason,
-    StreamOptions,
-    ToolExecutionEnd,
-)
+from agentloop import Agent, ModelSpec, StopReason, StreamOptions, ToolExecutionEnd
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_policies import PiiRedactor
 from agentloop_policies._pii import _jwt, _keyish
@@ -40,6 +32,8 @@ from ._helpers import MODEL, Recorder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
+
+    from agentloop.stream import AssistantMessageEvent, LlmContext
 
 MB = 1_000_000
 BOUND_SECONDS = 10.0  # per 1 MB input; linear redaction takes well under a second

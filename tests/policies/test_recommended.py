@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloop import Agent, AgentLoopConfig
+from agentloop import Agent
+from agentloop.loop import AgentLoopConfig
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_policies import (
     DEFAULT_DENIED,

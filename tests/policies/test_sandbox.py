@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from agentloop import AgentToolResult, Allow, Rewrite, Skip, Tool, tool
+from agentloop import AgentToolResult, Tool, tool
+from agentloop.policy import Allow, Rewrite, Skip
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import Sandbox
 

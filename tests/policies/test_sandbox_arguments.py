@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 import pytest
 
-from agentloop import AgentToolResult, Allow, Rewrite, Skip, Tool, tool
+from agentloop import AgentToolResult, Tool, tool
+from agentloop.policy import Allow, Rewrite, Skip
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import NOT_PATH_FORMATS, Sandbox, _sandbox as sandbox_module
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentloop import Allow, Skip
+from agentloop.policy import Allow, Skip
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_policies import ToolAllowList, ToolDenyList, ToolPatterns
 

@@ -21,14 +21,12 @@ import anyio
 import httpx
 import msgspec
 
-from agentloop import (
+from agentloop import AssistantMessage, ModelSpec, StreamOptions
+from agentloop.stream import (
     Accumulator,
-    AssistantMessage,
     AssistantMessageEvent,
     Done,
     ErrorEvent,
-    ModelSpec,
-    StreamOptions,
     StreamStart,
     TextDelta,
     TextEnd,

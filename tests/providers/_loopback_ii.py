@@ -14,18 +14,15 @@ import anyio
 import httpx
 
 from agentloop import (
-    Accumulator,
     Agent,
     AgentResult,
     AgentTool,
     AssistantMessage,
-    AssistantMessageEvent,
-    LlmContext,
     ModelSpec,
-    StreamFn,
     StreamOptions,
     UserMessage,
 )
+from agentloop.stream import Accumulator, AssistantMessageEvent, LlmContext, StreamFn
 
 from ._fixtures import wrap_chunks
 from ._loopback import LoopbackServer, RecordedRequest, Reply, serve
@@ -77,7 +74,7 @@ def mock_client(
 
 
 def context(text: str = "hi") -> LlmContext:
-    return LlmContext(system_prompt="Be brief.", messages=[UserMessage.text(text)])
+    return LlmContext(system_prompt="Be brief.", messages=[UserMessage.from_text(text)])
 
 
 async def replay(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, cast
 
-from agentloop import Accumulator, AssistantMessage, AssistantMessageEvent
+from agentloop.stream import Accumulator, AssistantMessageEvent
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
-    from agentloop import LlmContext, ModelSpec, StreamFn, StreamOptions
+    from agentloop import AssistantMessage, ModelSpec, StreamOptions
+    from agentloop.stream import LlmContext, StreamFn
 
 __all__ = ["collect", "opened"]
 

@@ -13,20 +13,18 @@ import pytest
 
 from agentloop import (
     Agent,
-    AgentContext,
     AgentEvent,
-    AgentLoopConfig,
     AssistantMessage,
     ErrorKind,
-    ExponentialBackoff,
     ModelSpec,
     StopReason,
     StreamRetry,
     ToolResultMessage,
     UserMessage,
-    run_loop,
     tool,
 )
+from agentloop.loop import AgentContext, AgentLoopConfig, run_loop
+from agentloop.retry import ExponentialBackoff
 from agentloop_providers.anthropic import AnthropicProvider
 from agentloop_providers.ollama import OllamaProvider
 from agentloop_providers.openai_chat import OpenAIChatProvider
@@ -73,7 +71,7 @@ async def _run(
             )
             with anyio.fail_after(60):
                 result = await run_loop(
-                    [UserMessage.text("hi")], AgentContext(), config, on_event=events.append
+                    [UserMessage.from_text("hi")], AgentContext(), config, on_event=events.append
                 )
         requests = len(server.requests)
     return result, events, requests

@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from agentloop import (
-    ErrorKind,
-    LlmContext,
-    ModelSpec,
-    StopReason,
-    StreamOptions,
-    UserMessage,
-    tool,
-)
+from agentloop import ErrorKind, ModelSpec, StopReason, StreamOptions, UserMessage, tool
+from agentloop.stream import LlmContext
 from agentloop_providers.azure import AzureChatProvider, AzureResponsesProvider
 
 from ._fixtures import Case, check, wrap_chunks
@@ -178,7 +171,7 @@ def test_v1_routes_and_endpoint_from_the_environment(monkeypatch: pytest.MonkeyP
     opts = StreamOptions()
     assert chat.endpoint(MODEL, opts) == "https://env.openai.azure.com/openai/v1/chat/completions"
     assert responses.endpoint(MODEL, opts) == "https://env.openai.azure.com/openai/v1/responses"
-    ctx = LlmContext(messages=[UserMessage.text("hi")])
+    ctx = LlmContext(messages=[UserMessage.from_text("hi")])
     assert responses.payload(MODEL, ctx, opts)["model"] == "dep"
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
     with pytest.raises(ValueError, match="AZURE_OPENAI_ENDPOINT"):

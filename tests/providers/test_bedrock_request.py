@@ -10,7 +10,6 @@ import pytest
 from agentloop import (
     AssistantMessage,
     Image,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -19,10 +18,10 @@ from agentloop import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    ToolSchema,
     UserMessage,
     tool,
 )
+from agentloop.stream import LlmContext, ToolSchema
 from agentloop_providers._sigv4 import AwsCredentials
 from agentloop_providers.bedrock import BedrockProvider
 
@@ -69,7 +68,7 @@ def test_payload_for_every_block_type() -> None:
                 provider="openai",
                 content=[Thinking(thinking="foreign", signature="x"), Text(text="")],
             ),
-            UserMessage.text("thanks"),
+            UserMessage.from_text("thanks"),
         ],
         tools=[ToolSchema(name="zoom", description="Zoom in.", parameters={"type": "object"})],
     )
@@ -202,12 +201,16 @@ def test_thinking_leaves_room_to_answer() -> None:
         model_id="anthropic.claude-3-7-sonnet-20250219-v1:0",
         thinking_level=ThinkingLevel.HIGH,
     )
-    body = make().payload(model, LlmContext(messages=[UserMessage.text("hi")]), StreamOptions())
+    body = make().payload(
+        model, LlmContext(messages=[UserMessage.from_text("hi")]), StreamOptions()
+    )
     assert body["inferenceConfig"] == {"maxTokens": 16384 + 4096}
     assert body["additionalModelRequestFields"]["thinking"]["budget_tokens"] == 16384
     nova = ModelSpec(
         provider="bedrock", model_id="amazon.nova-lite-v1:0", thinking_level=ThinkingLevel.HIGH
     )
-    nova_body = make().payload(nova, LlmContext(messages=[UserMessage.text("hi")]), StreamOptions())
+    nova_body = make().payload(
+        nova, LlmContext(messages=[UserMessage.from_text("hi")]), StreamOptions()
+    )
     assert "additionalModelRequestFields" not in nova_body
     assert "inferenceConfig" not in nova_body

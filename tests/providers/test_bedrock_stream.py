@@ -18,11 +18,11 @@ from agentloop import (
     StopReason,
     StreamOptions,
     Text,
-    TextDelta,
     Thinking,
     ToolCall,
     Usage,
 )
+from agentloop.stream import TextDelta
 from agentloop_providers._eventstream import encode_message
 from agentloop_providers._sigv4 import AwsCredentials
 from agentloop_providers.bedrock import BedrockParser, BedrockProvider, _FrameDecoder

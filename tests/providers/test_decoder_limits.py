@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx
 import pytest
 
-from agentloop import Accumulator, ErrorEvent, ErrorKind, ModelSpec, StopReason, StreamOptions
+from agentloop import ErrorKind, ModelSpec, StopReason, StreamOptions
+from agentloop.stream import Accumulator, ErrorEvent
 from agentloop_providers import FrameTooLarge
 from agentloop_providers._eventstream import EventStreamDecoder, encode_message
 from agentloop_providers._frames import DEFAULT_MAX_EVENT_BYTES

@@ -10,10 +10,8 @@ import pytest
 
 from agentloop import (
     AssistantMessage,
-    ErrorEvent,
     ErrorKind,
     Image,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -22,10 +20,10 @@ from agentloop import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    ToolSchema,
     UserMessage,
     tool,
 )
+from agentloop.stream import ErrorEvent, LlmContext, ToolSchema
 from agentloop_providers.gemini import SKIP_SIGNATURE, GeminiProvider, _set_path, gemini_payload
 
 from ._fixtures import Case, check, wrap_chunks
@@ -136,7 +134,7 @@ async def test_thought_signature_is_kept_and_replayed() -> None:
     assert call.id.startswith("call_")
     history = LlmContext(
         messages=[
-            UserMessage.text("where am I?"),
+            UserMessage.from_text("where am I?"),
             message,
             ToolResultMessage(tool_call_id=call.id, content=[Text(text="France")]),
         ]
@@ -358,7 +356,9 @@ def test_thinking_budget_for_gemini_2_5() -> None:
     model = ModelSpec(
         provider="gemini", model_id="gemini-2.5-flash", thinking_level=ThinkingLevel.MEDIUM
     )
-    body = gemini_payload(model, LlmContext(messages=[UserMessage.text("hi")]), StreamOptions())
+    body = gemini_payload(
+        model, LlmContext(messages=[UserMessage.from_text("hi")]), StreamOptions()
+    )
     assert body["generationConfig"] == {
         "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192}
     }
@@ -436,7 +436,7 @@ def test_gemini_call_ids_go_back_on_call_and_response() -> None:
     call = ToolCall(id="fc-9", name="zoom", arguments={}, meta={"gemini_id": "fc-9"})
     history = LlmContext(
         messages=[
-            UserMessage.text("zoom"),
+            UserMessage.from_text("zoom"),
             AssistantMessage(provider="gemini", content=[call]),
             ToolResultMessage(tool_call_id="fc-9", content=[Text(text="ok")]),
         ]

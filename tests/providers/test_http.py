@@ -15,15 +15,8 @@ import anyio
 import httpx
 import pytest
 
-from agentloop import (
-    ErrorEvent,
-    ErrorKind,
-    LlmContext,
-    ModelSpec,
-    StopReason,
-    StreamOptions,
-    UserMessage,
-)
+from agentloop import ErrorKind, ModelSpec, StopReason, StreamOptions, UserMessage
+from agentloop.stream import ErrorEvent, LlmContext
 from agentloop_providers.anthropic import AnthropicProvider
 from agentloop_providers.ollama import OllamaProvider
 from agentloop_providers.openai_chat import OpenAIChatProvider
@@ -37,7 +30,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-CONTEXT = LlmContext(messages=[UserMessage.text("hi")])
+CONTEXT = LlmContext(messages=[UserMessage.from_text("hi")])
 OPTIONS = StreamOptions()
 
 

@@ -12,7 +12,6 @@ from hypothesis import given, strategies as st
 from agentloop import (
     AssistantMessage,
     ErrorKind,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -24,6 +23,7 @@ from agentloop import (
     UserMessage,
     tool,
 )
+from agentloop.stream import LlmContext
 from agentloop_providers.mistral import MistralProvider, mistral_payload, mistral_tool_id
 
 from ._fixtures import Case, check, wrap_chunks
@@ -112,7 +112,7 @@ def test_history_from_another_provider_gets_mistral_ids() -> None:
     history = LlmContext(
         system_prompt="Be brief.",
         messages=[
-            UserMessage.text("weather?"),
+            UserMessage.from_text("weather?"),
             AssistantMessage(
                 provider="anthropic",
                 content=[

@@ -13,7 +13,6 @@ from agentloop import (
     ErrorKind,
     Extension,
     Image,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -22,11 +21,11 @@ from agentloop import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    ToolSchema,
     Usage,
     UserMessage,
     tool,
 )
+from agentloop.stream import LlmContext, ToolSchema
 from agentloop_providers._sse import SSEDecoder
 from agentloop_providers.openai_responses import (
     OpenAIResponsesParser,
@@ -153,7 +152,7 @@ async def test_reasoning_is_kept_for_replay() -> None:
     call = message.tool_calls[0]
     history = LlmContext(
         messages=[
-            UserMessage.text("compute"),
+            UserMessage.from_text("compute"),
             message,
             ToolResultMessage(
                 tool_call_id=call.id, tool_name="calculator", content=[Text(text="19")]
@@ -372,7 +371,7 @@ def test_request_payload_for_every_block_type() -> None:
                     Text(text="Done."),
                 ],
             ),
-            UserMessage.text("thanks"),
+            UserMessage.from_text("thanks"),
         ],
         tools=[ToolSchema(name="zoom", description="Zoom in.", parameters={"type": "object"})],
     )
@@ -436,7 +435,7 @@ def test_request_payload_for_every_block_type() -> None:
 
 
 async def test_request_goes_out_as_json_with_the_key() -> None:
-    ctx = LlmContext(messages=[UserMessage.text("hi")])
+    ctx = LlmContext(messages=[UserMessage.from_text("hi")])
     _, _, requests = await replay_via("loopback", make, MODEL, Reply(TURNS[3]), ctx=ctx)
     (request,) = requests
     assert request.method == "POST"

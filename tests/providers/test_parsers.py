@@ -7,14 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from agentloop import (
-    Accumulator,
-    AssistantMessage,
-    AssistantMessageEvent,
-    ErrorKind,
-    ModelSpec,
-    StopReason,
-)
+from agentloop import AssistantMessage, ErrorKind, ModelSpec, StopReason
+from agentloop.stream import Accumulator, AssistantMessageEvent
 from agentloop_providers._http import ProtocolError
 from agentloop_providers._sse import ServerSentEvent
 from agentloop_providers.anthropic import AnthropicStreamParser

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop import Accumulator, Done, ModelSpec, Pricing, StopReason, StreamOptions, Usage
+from agentloop import ModelSpec, Pricing, StopReason, StreamOptions, Usage
+from agentloop.stream import Accumulator, Done
 from agentloop_providers._presets import (
     UnknownPreset,
     create_provider,

@@ -21,22 +21,18 @@ import uvicorn
 
 from agentloop import (
     Agent,
-    AssistantMessageEvent,
     ErrorKind,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
-    StreamStart,
     Text,
-    TextDelta,
-    TextStart,
     Thinking,
     ToolCall,
     Usage,
     UserMessage,
     tool,
 )
+from agentloop.stream import AssistantMessageEvent, LlmContext, StreamStart, TextDelta, TextStart
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_providers.proxy import ProxyProvider, ProxyRequest
 from agentloop_providers.proxy_server import ProxyApp
@@ -50,7 +46,7 @@ pytestmark = pytest.mark.anyio
 
 TOKEN = "proxy-token-123456"
 MODEL = ModelSpec(provider="anthropic", model_id="claude-x")
-CONTEXT = LlmContext(system_prompt="sys", messages=[UserMessage.text("hi")])
+CONTEXT = LlmContext(system_prompt="sys", messages=[UserMessage.from_text("hi")])
 
 
 @contextlib.contextmanager

@@ -16,14 +16,8 @@ import httpx
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentloop import (
-    Accumulator,
-    LlmContext,
-    ModelSpec,
-    StreamOptions,
-    StreamStart,
-    UserMessage,
-)
+from agentloop import ModelSpec, StreamOptions, UserMessage
+from agentloop.stream import Accumulator, LlmContext, StreamStart
 
 from ._fixtures import CASES, FIXTURES, Case, check
 from ._loopback import Reply, serve
@@ -34,7 +28,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-CONTEXT = LlmContext(system_prompt="be brief", messages=[UserMessage.text("hi")])
+CONTEXT = LlmContext(system_prompt="be brief", messages=[UserMessage.from_text("hi")])
 
 
 def _model(case: Case) -> ModelSpec:

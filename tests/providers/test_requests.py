@@ -20,7 +20,6 @@ from agentloop import (
     AssistantMessage,
     Extension,
     Image,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -30,9 +29,9 @@ from agentloop import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
-    ToolSchema,
     UserMessage,
 )
+from agentloop.stream import LlmContext, ToolSchema
 from agentloop_providers.anthropic import AnthropicProvider, anthropic_payload
 from agentloop_providers.ollama import OllamaProvider, ollama_payload
 from agentloop_providers.openai_chat import (
@@ -103,7 +102,7 @@ def every_block_context(provider: str) -> LlmContext:
                     Text(text="Paris is sunny."),
                 ],
             ),
-            UserMessage.text("Thanks. And tomorrow?"),
+            UserMessage.from_text("Thanks. And tomorrow?"),
         ],
         tools=[ToolSchema(name="weather", description="Weather for a city.", parameters=SCHEMA)],
     )

@@ -20,7 +20,8 @@ import msgspec
 import pytest
 
 import agentloop as al
-from agentloop import ErrorKind, ExponentialBackoff, ModelSpec, StopReason, StreamOptions
+from agentloop import ErrorKind, ModelSpec, StopReason, StreamOptions
+from agentloop.retry import ExponentialBackoff
 from agentloop_providers._eventstream import encode_message
 from agentloop_providers._secrets import InvalidApiKey, excerpt, redact
 from agentloop_providers._sigv4 import AwsCredentials
@@ -182,7 +183,7 @@ async def _run_agent(
                 stream_fn=provider,
                 get_api_key=get_api_key,
                 retry_strategy=ExponentialBackoff(base_delay=0, jitter=False, max_attempts=5),
-                session=al.SessionRecorder(store, session.id),
+                session=al.sessions.SessionRecorder(store, session.id),
             )
             agent.subscribe(events.append)
             result = await agent.prompt("hello")
@@ -206,9 +207,9 @@ async def test_an_echoing_server_leaks_nothing_anywhere(
     for name in ("httpx", "httpcore", "agentloop", "agentloop_providers"):
         logging.getLogger(name).setLevel(logging.DEBUG)
     if store_kind == "jsonl":
-        store: Any = al.JsonlSessionStore(tmp_path / "sessions")
+        store: Any = al.sessions.JsonlSessionStore(tmp_path / "sessions")
     else:
-        store = al.SqliteSessionStore(tmp_path / "sessions.db")
+        store = al.sessions.SqliteSessionStore(tmp_path / "sessions.db")
     events: list[Any] = []
     result, agent, stored = await _run_agent(tmp_path, key_in=key_in, store=store, events=events)
 

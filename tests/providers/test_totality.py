@@ -17,12 +17,12 @@ from agentloop import (
     Agent,
     AssistantMessage,
     ErrorKind,
-    ExponentialBackoff,
     ModelSpec,
     StopReason,
     StreamOptions,
     StreamRetry,
 )
+from agentloop.retry import ExponentialBackoff
 from agentloop_providers._eventstream import encode_message
 from agentloop_providers.anthropic import AnthropicProvider
 from agentloop_providers.bedrock import BedrockProvider

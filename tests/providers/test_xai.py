@@ -9,7 +9,6 @@ import pytest
 
 from agentloop import (
     ErrorKind,
-    LlmContext,
     ModelSpec,
     StopReason,
     StreamOptions,
@@ -17,6 +16,7 @@ from agentloop import (
     UserMessage,
     tool,
 )
+from agentloop.stream import LlmContext
 from agentloop_providers.xai import XaiChatProvider, XaiResponsesProvider
 
 from ._fixtures import Case, check, wrap_chunks
@@ -87,7 +87,7 @@ async def test_responses_fixture(transport: str) -> None:
 
 
 def test_reasoning_effort_only_for_mini_models() -> None:
-    ctx = LlmContext(messages=[UserMessage.text("hi")])
+    ctx = LlmContext(messages=[UserMessage.from_text("hi")])
     chat = XaiChatProvider(api_key="k")
     responses = XaiResponsesProvider(api_key="k")
     mini = ModelSpec(provider="xai", model_id="grok-3-mini", thinking_level=ThinkingLevel.MEDIUM)

@@ -1,10 +1,22 @@
-"""The demo (``python -m agentloop.demo``) runs end to end offline, under both backends."""
+"""The demo (``python examples/demo.py``) runs end to end offline, under both backends."""
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from agentloop import AssistantMessage, StopReason, ToolResultMessage, UserMessage, demo
+from agentloop import AssistantMessage, StopReason, ToolResultMessage, UserMessage
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.py"
+_spec = importlib.util.spec_from_file_location("agentloop_demo", DEMO)
+assert _spec is not None and _spec.loader is not None
+demo = importlib.util.module_from_spec(_spec)
+sys.modules["agentloop_demo"] = demo
+_spec.loader.exec_module(demo)
 
 pytestmark = pytest.mark.anyio
 
@@ -52,17 +64,12 @@ async def test_demo_prefers_a_configured_provider_unless_offline(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert demo._real_model() is None
+    monkeypatch.delenv("AGENTLOOP_DEMO_MODEL", raising=False)
+    assert demo.real_model() is None
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    found = demo._real_model()
-    assert found is not None
-    assert found[0].provider == "openai"
-    assert type(found[1]).__name__ == "OpenAIChatProvider"
+    assert demo.real_model() == "openai:gpt-4o-mini"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    found = demo._real_model()
-    assert found is not None
-    assert found[0].provider == "anthropic"
-    assert type(found[1]).__name__ == "AnthropicProvider"
+    assert demo.real_model() == "anthropic:claude-3-5-haiku-latest"
     # --offline wins: no request is made, the scripted model answers.
     out: list[str] = []
     await demo.main(offline=True, write=out.append)
@@ -70,9 +77,15 @@ async def test_demo_prefers_a_configured_provider_unless_offline(
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_demo_command_line(backend: str, capsys: pytest.CaptureFixture[str]) -> None:
-    demo._cli(["--offline", "--backend", backend])
-    printed = capsys.readouterr().out
+def test_demo_command_line(backend: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(DEMO), "--offline", "--backend", backend],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    printed = done.stdout
     assert "steering_interrupt" in printed
     assert CANCELLED in printed
     assert f"final answer: {demo.FINAL_ANSWER}" in printed

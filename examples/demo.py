@@ -1,4 +1,4 @@
-"""A small agent, end to end: ``python -m agentloop.demo [--backend trio|asyncio] [--offline]``.
+"""A small agent, end to end: ``python examples/demo.py [--backend trio|asyncio] [--offline]``.
 
 The model streams a sentence, calls two tools at once, and is steered while both run: when the
 first tool finishes, a subscriber queues a steering message, the loop cancels the other tool,
@@ -6,8 +6,9 @@ and the model answers with the steering in view. Every event is printed as it ha
 each (the streamed text inline).
 
 With no network this runs against a scripted model (``agentloop.testing.ScriptedStream``). When
-``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY`` is set and ``agentloop_providers`` has that
-provider, the same agent runs against the real model, unless ``--offline`` is given.
+``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY`` is set (and the providers are installed:
+``pip install 'anyio-agentloop[providers]'``), the same agent runs against the real model, named
+by a model string, unless ``--offline`` is given.
 """
 
 from __future__ import annotations
@@ -16,44 +17,20 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from ._agent import Agent
-from ._events import (
-    AgentEnd,
-    AgentEvent,
-    AgentStart,
-    MessageEnd,
-    MessageStart,
-    MessageUpdate,
-    StreamRetry,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    TurnEnd,
-    TurnStart,
-)
-from ._stream import TextDelta
-from ._tools import FunctionTool, tool
-from ._types import (
-    AssistantMessage,
-    ModelSpec,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    extract_text,
-)
-from .testing import ScriptedStream, reply_text, reply_tool_calls
+import agentloop as al
+from agentloop.stream import TextDelta
+from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from contextlib import AbstractAsyncContextManager
 
-    from ._stream import StreamFn
+    from agentloop.abc import StreamFn
 
-__all__ = ["FINAL_ANSWER", "PROMPT", "STEERING", "main", "run"]
+__all__ = ["FINAL_ANSWER", "PROMPT", "STEERING", "main", "run", "scripted_model"]
 
 PROMPT = (
     "What is the weather in Paris right now, and what time is it there? Call both tools at once."
@@ -90,8 +67,8 @@ class _Desk:
                 await self.steered.wait()
 
 
-def _tools(desk: _Desk) -> list[FunctionTool]:
-    @tool(read_only=True)
+def _tools(desk: _Desk) -> list[al.FunctionTool]:
+    @al.tool(read_only=True)
     async def get_weather(city: str) -> str:
         """Current weather in a city.
 
@@ -101,7 +78,7 @@ def _tools(desk: _Desk) -> list[FunctionTool]:
         await desk.work()
         return f"{city}: 18 °C, sunny, light wind"
 
-    @tool(read_only=True)
+    @al.tool(read_only=True)
     async def get_local_time(city: str) -> str:
         """The local time in a city.
 
@@ -119,35 +96,23 @@ def scripted_model() -> ScriptedStream:
     return ScriptedStream(
         [
             reply_tool_calls(
-                ToolCall(id="call_weather", name="get_weather", arguments={"city": "Paris"}),
-                ToolCall(id="call_time", name="get_local_time", arguments={"city": "Paris"}),
+                al.ToolCall(id="call_weather", name="get_weather", arguments={"city": "Paris"}),
+                al.ToolCall(id="call_time", name="get_local_time", arguments={"city": "Paris"}),
                 text="Let me check the weather and the clock in Paris.",
-                usage=Usage(input=412, output=58, total=470),
+                usage=al.Usage(input=412, output=58, total=470),
             ),
-            reply_text(FINAL_ANSWER, usage=Usage(input=590, output=21, total=611)),
+            reply_text(FINAL_ANSWER, usage=al.Usage(input=590, output=21, total=611)),
         ],
         chunk_size=6,
     )
 
 
-def _real_model() -> tuple[ModelSpec, AbstractAsyncContextManager[Any]] | None:
-    """The real provider for the first API key in the environment, if the package has it."""
+def real_model() -> str | None:
+    """The model string for the first API key in the environment, if any."""
     if os.environ.get("ANTHROPIC_API_KEY"):
-        try:
-            from agentloop_providers.anthropic import AnthropicProvider
-        except ImportError:
-            pass
-        else:
-            model_id = os.environ.get("AGENTLOOP_DEMO_MODEL", "claude-3-5-haiku-latest")
-            return ModelSpec(provider="anthropic", model_id=model_id), AnthropicProvider()
+        return "anthropic:" + os.environ.get("AGENTLOOP_DEMO_MODEL", "claude-3-5-haiku-latest")
     if os.environ.get("OPENAI_API_KEY"):
-        try:
-            from agentloop_providers.openai_chat import OpenAIChatProvider
-        except ImportError:
-            pass
-        else:
-            model_id = os.environ.get("AGENTLOOP_DEMO_MODEL", "gpt-4o-mini")
-            return ModelSpec(provider="openai", model_id=model_id), OpenAIChatProvider()
+        return "openai:" + os.environ.get("AGENTLOOP_DEMO_MODEL", "gpt-4o-mini")
     return None
 
 
@@ -167,42 +132,44 @@ class _Printer:
             self.streaming = False
         self.write(text + "\n")
 
-    def __call__(self, event: AgentEvent) -> None:
-        if isinstance(event, MessageUpdate):
+    def __call__(self, event: al.AgentEvent) -> None:
+        if isinstance(event, al.MessageUpdate):
             delta = event.event
             if isinstance(delta, TextDelta):
                 if not self.streaming:
                     self.write("  assistant: ")
                     self.streaming = True
                 self.write(delta.delta)
-        elif isinstance(event, AgentStart):
+        elif isinstance(event, al.AgentStart):
             self.line("agent start")
-        elif isinstance(event, TurnStart):
+        elif isinstance(event, al.TurnStart):
             self.line(f"turn {event.turn} start")
-        elif isinstance(event, MessageStart):
+        elif isinstance(event, al.MessageStart):
             pass  # the message is shown when it ends (the assistant's text as it streams)
-        elif isinstance(event, MessageEnd):
+        elif isinstance(event, al.MessageEnd):
             self._message_end(event)
-        elif isinstance(event, StreamRetry):
+        elif isinstance(event, al.StreamRetry):
             self.line(f"  model call failed ({event.kind}); retry {event.attempt}")
-        elif isinstance(event, ToolExecutionStart):
+        elif isinstance(event, al.ToolExecutionStart):
             self.line(f"  tool start  {event.name} {event.arguments}")
-        elif isinstance(event, ToolExecutionEnd):
+        elif isinstance(event, al.ToolExecutionEnd):
             status = "error" if event.is_error else "ok"
-            self.line(f"  tool end    {event.name} [{status}] {extract_text(event.result.content)}")
+            self.line(
+                f"  tool end    {event.name} [{status}] {al.extract_text(event.result.content)}"
+            )
             if self.steered_after is not None and self.steered_after[0] == event.call_id:
                 self.line(f"  >> steering while the other tool runs: {self.steered_after[1]}")
-        elif isinstance(event, TurnEnd):
+        elif isinstance(event, al.TurnEnd):
             self.line(f"turn {event.turn} end: {event.reason}")
-        elif isinstance(event, AgentEnd):
+        elif isinstance(event, al.AgentEnd):
             self.line(f"agent end ({len(event.messages)} new messages)")
 
-    def _message_end(self, event: MessageEnd) -> None:
+    def _message_end(self, event: al.MessageEnd) -> None:
         message = event.message
-        if isinstance(message, UserMessage):
+        if isinstance(message, al.UserMessage):
             who = "steering" if id(message) in self.steering else "user"
-            self.line(f"  {who}: {extract_text(message.content)}")
-        elif isinstance(message, AssistantMessage):
+            self.line(f"  {who}: {al.extract_text(message.content)}")
+        elif isinstance(message, al.AssistantMessage):
             if self.streaming:
                 self.write("\n")
                 self.streaming = False
@@ -213,7 +180,7 @@ class _Printer:
             if message.error_message:
                 summary += f", error: {message.error_message}"
             self.line(summary)
-        elif isinstance(message, ToolResultMessage):
+        elif isinstance(message, al.ToolResultMessage):
             pass  # shown by its ToolExecutionEnd
 
 
@@ -223,22 +190,24 @@ def _stdout(text: str) -> None:
 
 
 async def run(
-    stream_fn: StreamFn,
-    model: ModelSpec,
+    model: str | al.ModelSpec,
+    stream_fn: StreamFn | None = None,
     *,
     write: Callable[[str], object] = _stdout,
-) -> Agent:
-    """Run the demo agent once against ``stream_fn``, printing its events with ``write``."""
+) -> al.Agent:
+    """Run the demo agent once, printing its events with ``write``."""
     desk = _Desk()
-    agent = Agent(model=model, stream_fn=stream_fn, system_prompt=SYSTEM_PROMPT, tools=_tools(desk))
+    agent = al.Agent(
+        model=model, stream_fn=stream_fn, system_prompt=SYSTEM_PROMPT, tools=_tools(desk)
+    )
     steering_ids: set[int] = set()
     printer = _Printer(write, steering_ids)
 
-    def steer_when_the_first_tool_ends(event: AgentEvent) -> None:
+    def steer_when_the_first_tool_ends(event: al.AgentEvent) -> None:
         # Subscribers run synchronously as the event is emitted: the steering is queued
         # before the loop polls for it, right after this tool's end.
-        if isinstance(event, ToolExecutionEnd) and not desk.steered.is_set():
-            message = UserMessage.text(STEERING)
+        if isinstance(event, al.ToolExecutionEnd) and not desk.steered.is_set():
+            message = al.UserMessage.from_text(STEERING)
             steering_ids.add(id(message))
             printer.steered_after = (event.call_id, STEERING)
             agent.steer(message)
@@ -249,7 +218,7 @@ async def run(
         async for event in events:
             printer(event)
     result = events.result
-    printer.line(f"final answer: {result.text}")
+    printer.line(f"final answer: {result.output}")
     printer.line(
         f"stop reason: {result.stop_reason}; tokens in/out over the run: "
         f"{agent.usage.input}/{agent.usage.output}"
@@ -257,22 +226,19 @@ async def run(
     return agent
 
 
-async def main(*, offline: bool = False, write: Callable[[str], object] = _stdout) -> Agent:
+async def main(*, offline: bool = False, write: Callable[[str], object] = _stdout) -> al.Agent:
     """Run the demo: against a real provider when one is configured, else the scripted model."""
-    real = None if offline else _real_model()
-    if real is None:
+    model = None if offline else real_model()
+    if model is None:
         write("(scripted model, no network)\n")
-        return await run(
-            scripted_model(), ModelSpec(provider="demo", model_id="scripted"), write=write
-        )
-    model, provider = real
-    write(f"({model.provider} {model.model_id})\n")
-    async with provider as stream_fn:
-        return await run(stream_fn, model, write=write)
+        scripted = al.ModelSpec(provider="demo", model_id="scripted")
+        return await run(scripted, scripted_model(), write=write)
+    write(f"({model})\n")
+    return await run(model, write=write)
 
 
 def _cli(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m agentloop.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python examples/demo.py", description=__doc__)
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument(
         "--offline", action="store_true", help="use the scripted model even if an API key is set"

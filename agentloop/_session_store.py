@@ -1,4 +1,4 @@
-"""Session persistence: a ``SessionStore`` protocol, JSONL and SQLite stores, and Agent helpers.
+"""Session stores: the ``SessionStore`` protocol and what the built-in stores share.
 
 A session is an append-only list of messages plus a little metadata. Both stores do their file
 work in worker threads (``anyio.to_thread``), never on the event loop, and encode messages with
@@ -8,10 +8,8 @@ has its own module (``_jsonl_store``, ``_sqlite_store``); their async methods li
 ``_ThreadedStore``. An append is all or none, and a cancelled one is either called off or
 finishes in its thread (``_Write``).
 
-``SessionRecorder`` (``_session_recorder``) persists an agent's committed messages as a run goes,
-and ``resume`` loads a session back with its tail repaired: a tool call left without a result
-(the process died mid-batch) gets a synthetic error result, so the history handed to a model is
-always well paired.
+``SessionRecorder`` (``_session_recorder``) persists an agent's committed messages as a run goes;
+``load_session`` (``_session_resume``) loads one back with its history repaired.
 """
 
 from __future__ import annotations
@@ -21,38 +19,19 @@ import functools
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
 import msgspec
 
-from ._errors import AgentError
 from ._session_codec import encode_records
-from ._types import (
-    AgentMessage,
-    AssistantMessage,
-    Text,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-    extract_text,
-    now_ms,
-)
+from ._types import AgentMessage, AssistantMessage, UserMessage, extract_text, now_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = [
-    "JsonlSessionStore",
-    "SessionInfo",
-    "SessionNotFound",
-    "SessionRecorder",
-    "SessionStore",
-    "SqliteSessionStore",
-    "repair_history",
-    "resume",
-]
+__all__ = ["SessionInfo"]
 
 logger = logging.getLogger("agentloop.sessions")
 T = TypeVar("T")
@@ -60,10 +39,6 @@ P = TypeVar("P")  # what a store's ``_append`` takes: its encoded messages
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _TITLE_CHARS = 80
-
-
-class SessionNotFound(AgentError, LookupError):
-    """No session has this id."""
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,82 +51,6 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: int = 0
     message_count: int = 0
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class SessionStore(Protocol):
-    """Where sessions live. Every method is async; implementations keep I/O off the event loop."""
-
-    async def create(
-        self,
-        *,
-        session_id: str | None = None,
-        title: str = "",
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        """Create an empty session (with a fresh id unless one is given).
-
-        Raises:
-            ValueError: the id is malformed or already taken.
-        """
-        ...
-
-    async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
-        """Append messages durably, in order; all of them or (on error) none.
-
-        A message the store cannot encode is best stored in a degraded form or left out, not
-        raised (the built-in stores' rule is in ``agentloop._session_codec``). An append that
-        raises, cancellation included, is best to have stored nothing: ``SessionRecorder``
-        appends the batch again later. (It shields appends to stores other than the built-in
-        ones, and cuts one off only when ``running()``'s time is up.)
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def load(self, session_id: str) -> list[AgentMessage]:
-        """Every message of the session, in order.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def info(self, session_id: str) -> SessionInfo:
-        """The session's metadata.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Every session's metadata, the most recently updated first."""
-        ...
-
-    async def update(
-        self,
-        session_id: str,
-        *,
-        title: str | None = None,
-        model: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SessionInfo:
-        """Change the title, model or metadata (``None`` leaves a field as it is).
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
-
-    async def delete(self, session_id: str) -> None:
-        """Delete the session and its messages.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        ...
 
 
 def _new_id(session_id: str | None) -> str:
@@ -350,67 +249,3 @@ class _ThreadedStore(abc.ABC, Generic[P]):
 
     async def delete(self, session_id: str) -> None:
         await _run(self._delete, self._session_id(session_id))
-
-
-# --------------------------------------------------------------------------- agent helpers
-
-
-INTERRUPTED = "tool call interrupted: the session ended before the tool returned a result"
-
-
-def repair_history(messages: Sequence[AgentMessage]) -> list[AgentMessage]:
-    """Pair every tool call with a result; drop results that answer no call.
-
-    A call with no result gets a synthetic error result, placed before the next user or
-    assistant message (or at the end). The repair is deterministic (a synthetic result carries
-    its call's timestamp), so repairing the same stored history twice gives equal results.
-    """
-    out: list[AgentMessage] = []
-    pending: dict[str, ToolCall] = {}
-    stamp = 0
-
-    def close() -> None:
-        for call in pending.values():
-            out.append(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=[Text(text=INTERRUPTED)],
-                    is_error=True,
-                    timestamp=stamp,
-                )
-            )
-        pending.clear()
-
-    for message in messages:
-        cls = type(message)
-        if cls is ToolResultMessage:
-            assert isinstance(message, ToolResultMessage)
-            if pending.pop(message.tool_call_id, None) is None:
-                logger.warning("dropping a result for unknown tool call %r", message.tool_call_id)
-                continue
-        elif cls is AssistantMessage:
-            assert isinstance(message, AssistantMessage)
-            close()
-            pending = {c.id: c for c in message.content if isinstance(c, ToolCall)}
-            stamp = message.timestamp
-        elif cls is UserMessage:
-            close()
-        out.append(message)
-    close()
-    return out
-
-
-async def resume(store: SessionStore, session_id: str) -> list[AgentMessage]:
-    """Load a session for an agent to continue from, its history repaired (``repair_history``).
-
-    Raises:
-        SessionNotFound: no such session.
-    """
-    return repair_history(await store.load(session_id))
-
-
-# Re-exported; last, because these modules take ``_ThreadedStore`` and helpers from here.
-from ._jsonl_store import JsonlSessionStore as JsonlSessionStore  # noqa: E402
-from ._session_recorder import SessionRecorder as SessionRecorder  # noqa: E402
-from ._sqlite_store import SqliteSessionStore as SqliteSessionStore  # noqa: E402

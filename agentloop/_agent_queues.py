@@ -1,0 +1,92 @@
+"""An agent's steering and follow-up queues.
+
+Steering messages interrupt the running tool batch (polled after each tool completes and after
+each turn); follow-ups continue a run that would otherwise end. Both are safe to fill from any
+task and any thread; the run takes them one at a time or all at once (``QueueMode``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import anyio.lowlevel
+
+from ._types import AgentMessage, UserMessage
+
+if TYPE_CHECKING:
+    import threading
+    from collections import deque
+
+__all__ = ["AgentQueues", "QueueMode"]
+
+QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
+
+
+class AgentQueues:
+    """The queue half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
+
+    _lock: threading.Lock
+    _steering: deque[AgentMessage]
+    _follow_up: deque[AgentMessage]
+    steering_mode: QueueMode
+    follow_up_mode: QueueMode
+
+    @staticmethod
+    def _as_message(message: str | AgentMessage) -> AgentMessage:
+        return UserMessage.from_text(message) if isinstance(message, str) else message
+
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a steering message: it interrupts the running tool batch.
+
+        Safe from any task, and from any thread.
+        """
+        with self._lock:
+            self._steering.append(self._as_message(message))
+
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message for when the agent would otherwise stop. Safe from any thread."""
+        with self._lock:
+            self._follow_up.append(self._as_message(message))
+
+    def clear_steering(self) -> None:
+        with self._lock:
+            self._steering.clear()
+
+    def clear_follow_up(self) -> None:
+        with self._lock:
+            self._follow_up.clear()
+
+    def clear_queues(self) -> None:
+        with self._lock:
+            self._steering.clear()
+            self._follow_up.clear()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering or self._follow_up)
+
+    @property
+    def queued_steering(self) -> list[AgentMessage]:
+        return list(self._steering)
+
+    @property
+    def queued_follow_up(self) -> list[AgentMessage]:
+        return list(self._follow_up)
+
+    def _take(self, queue: deque[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
+        with self._lock:
+            if not queue:
+                return []
+            if mode == "all":
+                taken = list(queue)
+                queue.clear()
+                return taken
+            return [queue.popleft()]
+
+    async def _poll_steering(self) -> list[AgentMessage]:
+        # A run being cancelled must not take a message it will never send.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return self._take(self._steering, self.steering_mode)
+
+    async def _poll_follow_up(self) -> list[AgentMessage]:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return self._take(self._follow_up, self.follow_up_mode)

@@ -1,0 +1,50 @@
+"""An agent's subscribers: callbacks that see every event of its runs, synchronously."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from ._events import AgentEvent
+
+__all__ = ["AgentSubscribers", "Subscriber"]
+
+log = logging.getLogger("agentloop")
+
+Subscriber: TypeAlias = Callable[["AgentEvent"], object]
+
+
+class AgentSubscribers:
+    """The subscriber half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
+
+    _subscribers: dict[int, Subscriber]
+    _subscriber_list: tuple[tuple[int, Subscriber], ...]
+    _next_handle: int
+
+    def subscribe(self, callback: Subscriber) -> int:
+        """Call ``callback(event)`` for every event, synchronously; returns a handle.
+
+        Callbacks run on the event loop's thread, in the order the events happen. A callback
+        that raises is removed and reported; the run goes on.
+        """
+        handle = self._next_handle
+        self._next_handle += 1
+        self._subscribers[handle] = callback
+        self._subscriber_list = tuple(self._subscribers.items())
+        return handle
+
+    def unsubscribe(self, handle: int) -> bool:
+        """Remove a subscriber; within a callback it takes effect after the current event."""
+        found = self._subscribers.pop(handle, None) is not None
+        self._subscriber_list = tuple(self._subscribers.items())
+        return found
+
+    def _notify(self, event: AgentEvent) -> None:
+        for handle, callback in self._subscriber_list:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("subscriber %r raised; it is unsubscribed", callback)
+                self.unsubscribe(handle)

@@ -1,0 +1,169 @@
+"""Fake provider APIs on 127.0.0.1 for the documentation's examples.
+
+One HTTP/1.1 server, in a thread of its own (the examples run their own event loops), answers
+Anthropic's Messages API and OpenAI's Chat Completions API with a short streamed text answer,
+in those APIs' real wire formats. ``environment()`` gives the variables that point each
+provider there.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["ANSWER", "FakeApis", "running_fake_apis"]
+
+ANSWER = "Hello from the fake API."
+
+
+def _sse(events: list[tuple[str | None, dict[str, object] | str]]) -> bytes:
+    out = []
+    for name, data in events:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        out.append((f"event: {name}\n" if name else "") + f"data: {payload}\n\n")
+    return "".join(out).encode()
+
+
+def _anthropic() -> bytes:
+    return _sse(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_fake",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "fake",
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {"input_tokens": 12, "output_tokens": 1},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": ANSWER},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 6},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+def _openai() -> bytes:
+    chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake"}
+    return _sse(
+        [
+            (
+                None,
+                {
+                    **chunk,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER}}],
+                },
+            ),
+            (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            (
+                None,
+                {
+                    **chunk,
+                    "choices": [],
+                    "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
+                },
+            ),
+            (None, "[DONE]"),
+        ]
+    )
+
+
+class FakeApis:
+    def __init__(self) -> None:
+        self.port = 0
+        self.requests: list[str] = []
+
+    def environment(self) -> dict[str, str]:
+        base = f"http://127.0.0.1:{self.port}"
+        return {
+            "ANTHROPIC_API_KEY": "sk-ant-docs-example",
+            "ANTHROPIC_BASE_URL": base,
+            "OPENAI_API_KEY": "sk-docs-example",
+            "OPENAI_BASE_URL": f"{base}/v1",
+        }
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = await stream.receive()
+                if not chunk:
+                    return
+                head += chunk
+            header, _, rest = head.partition(b"\r\n\r\n")
+            lines = header.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            length = 0
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+            while len(rest) < length:
+                rest += await stream.receive()
+            self.requests.append(path)
+            if path.endswith("/v1/messages"):
+                body, status = _anthropic(), 200
+            elif path.endswith("/chat/completions"):
+                body, status = _openai(), 200
+            else:
+                body, status = b'{"error": {"message": "unknown endpoint"}}', 404
+            kind = "text/event-stream" if status == 200 else "application/json"
+            response = (
+                f"HTTP/1.1 {status} OK\r\ncontent-type: {kind}\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            ).encode() + body
+            await stream.send(response)
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        task_status.started()
+        await listener.serve(self.handle)
+
+
+@contextmanager
+def running_fake_apis() -> Iterator[FakeApis]:
+    apis = FakeApis()
+    with anyio.from_thread.start_blocking_portal() as portal:
+        future, _ = portal.start_task(apis.serve)
+        try:
+            yield apis
+        finally:
+            future.cancel()

@@ -1,0 +1,61 @@
+"""Every Python example in README.md and docs/ runs, page by page, as written.
+
+A page's ``python`` blocks run in order in one namespace (a page reads as one script). Examples
+that name a real provider (``Agent(model="anthropic:...")``) run against fake provider APIs on
+127.0.0.1 (``_fake_apis``): the environment points each provider's base URL there and gives it
+a key, as a user's environment would name the real ones.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ._fake_apis import FakeApis, running_fake_apis
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+
+
+def python_blocks(page: Path) -> list[str]:
+    return BLOCK.findall(page.read_text())
+
+
+@pytest.fixture(scope="module")
+def fake_apis() -> Iterator[FakeApis]:
+    with running_fake_apis() as apis:
+        yield apis
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_the_pages_examples_run(
+    page: Path,
+    fake_apis: FakeApis,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in fake_apis.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)  # examples may write files (sessions, databases)
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    for number, block in enumerate(python_blocks(page), 1):
+        code = compile(block, f"{page.relative_to(ROOT)} (example {number})", "exec")
+        exec(code, namespace)
+    capsys.readouterr()
+
+
+def test_every_page_with_code_is_checked() -> None:
+    # The collection above skips pages without Python; make sure that is all it skips.
+    with_code = [p for p in PAGES if "```python" in p.read_text()]
+    assert with_code == [p for p in PAGES if python_blocks(p)]
+    assert len(with_code) >= 8
