@@ -17,7 +17,7 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 
 nox.options.error_on_missing_interpreters = False
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["tests-asyncio", "tests-trio", "lint", "types"]
+nox.options.sessions = ["tests-asyncio", "tests-trio", "lint", "types", "docs"]
 
 # Async tests are parametrized over the ``anyio_backend`` fixture, so their ids start with
 # ``[asyncio`` or ``[trio`` (``test_x[trio]``, ``test_y[trio-case]``). Each session deselects
@@ -59,6 +59,16 @@ def types(session: nox.Session) -> None:
     """mypy strict over the three packages and the tests (configured in pyproject.toml)."""
     _install(session)
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site in strict mode (any warning fails); ``site/`` holds it.
+
+    The examples on its pages run in the test suite (``tests/docs``), not here.
+    """
+    _install(session)
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._fake_apis import FakeApis, running_fake_apis
+from ._fake_apis import ANSWER, FakeApis, running_fake_apis
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,6 +22,33 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+
+
+# What some pages' examples print, so a page that runs but does the wrong thing fails too.
+PRINTS = {
+    "README.md": [
+        ANSWER,
+        "AgentEnd",
+        "12\n",
+        "Twelve, streamed.",
+        "Tuesday.",
+        "outside",
+        "HELLO THERE",
+    ],
+    "docs/index.md": [ANSWER, "2 + 3 = 5"],
+    "docs/concurrency.md": ["tool call aborted: the run was cancelled"],
+    "docs/output.md": ["Person(name='Ada', age=36)", "['Ada', 'Grace']"],
+    "docs/sessions.md": ["Tuesday. 4", "and then?", "Then this."],
+    "docs/steering.md": [
+        "ToolResultMessage tool call cancelled: user requested steering interrupt",
+        "UserMessage Forget the slow one.",
+        "summary",
+    ],
+    "docs/streaming.md": ["[lookup: kitten: a small cat]", "Just tex|t"],
+    "docs/tools.md": ["'minimum': 1", "2.5"],
+    "docs/policies.md": ["tool call skipped: deleting is not allowed here", "fine", "ok"],
+    "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
+}
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -51,7 +78,9 @@ def test_the_pages_examples_run(
     for number, block in enumerate(python_blocks(page), 1):
         code = compile(block, f"{page.relative_to(ROOT)} (example {number})", "exec")
         exec(code, namespace)
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    for expected in PRINTS.get(str(page.relative_to(ROOT)), []):
+        assert expected in printed, (expected, printed)
 
 
 def test_every_page_with_code_is_checked() -> None:
