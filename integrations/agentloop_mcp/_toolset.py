@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from agentloop import OnUpdate
+    from agentloop.abc import OnUpdate
 
 __all__ = ["McpToolset", "State"]
 
