@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 from typing import Any
 
 import msgspec
@@ -13,6 +16,7 @@ import agentloop_mcp as mcp
 from agentloop_mcp._config import child_environment, server_name
 from agentloop_mcp._connection import describe
 from agentloop_mcp._tool import McpTool, agent_name, build_tools, to_agent_result
+from agentloop_mcp._transport import _our_stderr
 
 
 class FakeToolset:
@@ -198,3 +202,14 @@ def test_failures_are_described_in_one_line() -> None:
     group = ExceptionGroup("x", [ExceptionGroup("y", [ConnectionError("refused")])])
     assert describe(group) == "ConnectionError: refused"
     assert describe(ExceptionGroup("x", [OSError("a"), ValueError()])) == "OSError: a; ValueError"
+
+
+def test_a_server_gets_a_real_stderr_when_sys_stderr_is_not_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A notebook or a capturing harness replaces sys.stderr by an object with no descriptor,
+    # which a subprocess cannot be given.
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert _our_stderr() is sys.__stderr__
+    monkeypatch.setattr(sys, "__stderr__", None)
+    assert _our_stderr() == subprocess.DEVNULL
