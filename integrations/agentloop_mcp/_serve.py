@@ -28,20 +28,13 @@ import msgspec
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
-from agentloop import (
-    AgentTool,
-    AgentToolResult,
-    ApprovalCallback,
-    ApprovedWith,
-    Image,
-    Rejected,
-    Text,
-    ToolArgumentError,
-    ToolCall,
-)
+from agentloop import AgentTool, AgentToolResult, Image, Text, ToolArgumentError, ToolCall
+from agentloop.policy import ApprovedWith, Rejected
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    from agentloop.abc import ApprovalCallback
 
 __all__ = ["build_server", "serve"]
 

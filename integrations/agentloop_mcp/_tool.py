@@ -27,7 +27,7 @@ from agentloop import AgentToolResult, ContentBlock, Extension, Image, Text, Too
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agentloop import OnUpdate
+    from agentloop.abc import OnUpdate
 
     from ._config import ServerSpec
     from ._toolset import McpToolset

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from agentloop import AgentToolResult, Text
 
 from ._config import ServerSpec, server_name
+from ._connection import Connection, Lost, describe, list_all_tools, uses_listen
 from ._errors import ConnectFailed
 from ._events import (
     McpEvent,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from agentloop import OnUpdate
+    from agentloop.abc import OnUpdate
 
 __all__ = ["McpToolset", "State"]
 
@@ -57,43 +58,8 @@ log = logging.getLogger("agentloop_mcp")
 State = Literal["connecting", "connected", "restarting", "failed", "closed"]
 
 _CLIENT_INFO = types.Implementation(name="agentloop", version="0.1")
-_MAX_PAGES = 100  # a paginating server that never ends cannot hang a listing
 _REFRESH_WAIT = 5.0  # how long a call waits for a tool list change it announced
 _LEVELS = {ServerCrashed: logging.WARNING, ServerRestartFailed: logging.WARNING}
-
-
-class _Lost:
-    """The connection a call was using went away; ``reason`` says how."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-class _Connection:
-    """One live session with the server."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.ended = anyio.Event()
-        self.reason: str | None = None
-        self.calls: set[anyio.CancelScope] = set()
-        self.started = anyio.current_time()
-
-    @property
-    def lost(self) -> bool:
-        return self.reason is not None
-
-    def end(self, reason: str) -> None:
-        """Mark the connection finished (idempotent: the first reason is kept)."""
-        if self.reason is None:
-            self.reason = reason
-        self.ended.set()
-
-    def cancel_calls(self) -> None:
-        for scope in self.calls:
-            scope.cancel()
 
 
 class McpToolset:
@@ -117,7 +83,7 @@ class McpToolset:
         self._on_event = on_event
         self._tools: tuple[McpTool, ...] = ()
         self._state: State = "connecting"
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
         self._reason: str | None = None
         self._changed = anyio.Event()
         self._closing = False
@@ -176,8 +142,18 @@ class McpToolset:
             conn = await self._wait_connected()
             if conn is None:
                 return self._unavailable(tool)
-            outcome = await self._call_once(conn, tool, arguments, on_update)
-            if not isinstance(outcome, _Lost):
+            outcome = await conn.call(tool, arguments, on_update, self.spec.call_timeout)
+            if isinstance(outcome, types.CallToolResult):
+                # A change notification the server sent before this result has its handler
+                # task scheduled already (the SDK spawns one per notification): let it run.
+                await anyio.lowlevel.checkpoint()
+                if self._stale:
+                    # The tool list changed during the call: let the next turn see the new one.
+                    refreshed = self._refreshed
+                    with anyio.move_on_after(_REFRESH_WAIT):
+                        await refreshed.wait()
+                return to_agent_result(outcome, server=self.name, tool=tool.mcp_name)
+            if not isinstance(outcome, Lost):
                 return outcome
             if retries == 0 or self._closing:
                 return AgentToolResult.error(
@@ -199,60 +175,7 @@ class McpToolset:
                 )
             )
 
-    async def _call_once(
-        self, conn: _Connection, tool: McpTool, arguments: Any, on_update: OnUpdate
-    ) -> AgentToolResult | _Lost:
-        async def report(progress: float, total: float | None, message: str | None) -> None:
-            text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
-            details = {"progress": progress, "total": total, "message": message}
-            on_update(AgentToolResult(content=[Text(text=text)], details=details))
-
-        timeout = self.spec.call_timeout
-        with anyio.CancelScope() as scope:
-            conn.calls.add(scope)
-            try:
-                with anyio.fail_after(timeout if timeout is not None else math.inf):
-                    result = await conn.client.call_tool(
-                        tool.mcp_name, arguments, progress_callback=report
-                    )
-            except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
-                    conn.end("the connection closed")
-                    return _Lost(conn.reason or "the connection closed")
-                return AgentToolResult.error(
-                    f"MCP server {self.name!r} refused the call to {tool.mcp_name!r}: "
-                    f"{exc.message} (code {exc.code})",
-                    details={"server": self.name, "tool": tool.mcp_name, "code": exc.code},
-                )
-            except TimeoutError:
-                return AgentToolResult.error(
-                    f"MCP tool {tool.mcp_name!r} of server {self.name!r} timed out after "
-                    f"{timeout:g} s",
-                    details={"server": self.name, "tool": tool.mcp_name, "timeout": timeout},
-                )
-            except Exception as exc:
-                if conn.lost:
-                    return _Lost(conn.reason or "the connection was lost")
-                return AgentToolResult.error(
-                    f"MCP call to {tool.mcp_name!r} of server {self.name!r} failed: "
-                    f"{type(exc).__name__}: {exc}",
-                    details={"server": self.name, "tool": tool.mcp_name},
-                )
-            finally:
-                conn.calls.discard(scope)
-        if scope.cancelled_caught:
-            return _Lost(conn.reason or "the connection was lost")
-        # A change notification the server sent before this result has its handler task
-        # scheduled already (the SDK spawns one per notification); one checkpoint lets it run.
-        await anyio.lowlevel.checkpoint()
-        if self._stale:
-            # The tool list changed during the call: let the next turn see the new one.
-            refreshed = self._refreshed
-            with anyio.move_on_after(_REFRESH_WAIT):
-                await refreshed.wait()
-        return to_agent_result(result, server=self.name, tool=tool.mcp_name)
-
-    async def _wait_connected(self) -> _Connection | None:
+    async def _wait_connected(self) -> Connection | None:
         """The live connection, waiting up to ``connect_timeout`` for one; ``None`` if none."""
         with anyio.move_on_after(self.spec.connect_timeout):
             while True:
@@ -348,7 +271,7 @@ class McpToolset:
         Returns whether it connected, and why it ended (or failed). Reports ``task_status``
         started once connected. Raises nothing but cancellation.
         """
-        conn: _Connection | None = None
+        conn: Connection | None = None
         connected = False
         timeout = self.spec.connect_timeout
 
@@ -369,11 +292,11 @@ class McpToolset:
                     client_info=_CLIENT_INFO,
                 )
                 async with client, anyio.create_task_group() as tg:
-                    conn = _Connection(client)
-                    if _uses_listen(client):
+                    conn = Connection(client)
+                    if uses_listen(client):
                         # Subscribed before listing: no change can fall between the two.
                         await tg.start(self._listen, conn)
-                    listed = await self._list_tools(client)
+                    listed = await list_all_tools(client)
                     scope.deadline = math.inf
                     self._install(conn, client, listed)
                     connected = True
@@ -390,9 +313,9 @@ class McpToolset:
                 return False, f"timed out after {timeout:g} s"
         except Exception as exc:
             if not connected:
-                return False, _describe(exc)
+                return False, describe(exc)
             assert conn is not None
-            conn.end(_describe(exc))
+            conn.end(describe(exc))
         finally:
             self._scope = None
             if conn is not None:
@@ -400,7 +323,7 @@ class McpToolset:
         assert conn is not None
         return True, conn.reason
 
-    def _retire(self, conn: _Connection) -> None:
+    def _retire(self, conn: Connection) -> None:
         """Take a finished connection out of use and end the calls still waiting on it."""
         conn.end("the connection was closed")
         if self._conn is conn:
@@ -411,7 +334,7 @@ class McpToolset:
         self._refreshed.set()
         self._refreshed = anyio.Event()
 
-    def _install(self, conn: _Connection, client: Client, listed: Sequence[types.Tool]) -> None:
+    def _install(self, conn: Connection, client: Client, listed: Sequence[types.Tool]) -> None:
         self._protocol_version = client.protocol_version
         self._set_tools(listed)
         self._conn = conn
@@ -448,17 +371,6 @@ class McpToolset:
                 )
             )
 
-    async def _list_tools(self, client: Client) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
-
     # ------------------------------------------------------------------ tool list changes
 
     async def _on_message(self, message: Any) -> None:
@@ -467,12 +379,12 @@ class McpToolset:
             self._refresh_wanted.set()
         await anyio.lowlevel.checkpoint()
 
-    async def _refresh_on_change(self, conn: _Connection) -> None:
+    async def _refresh_on_change(self, conn: Connection) -> None:
         while True:
             await self._refresh_wanted.wait()
             self._refresh_wanted = anyio.Event()
             try:
-                listed = await self._list_tools(conn.client)
+                listed = await list_all_tools(conn.client)
             except Exception as exc:
                 log.warning("MCP server %s: listing the changed tools failed: %r", self.name, exc)
                 if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
@@ -487,7 +399,7 @@ class McpToolset:
                 self._refreshed = anyio.Event()
 
     async def _listen(
-        self, conn: _Connection, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self, conn: Connection, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Hold a change subscription open (started once acknowledged); losing it is losing
         the connection. A server that refuses it is used without one."""
@@ -505,7 +417,7 @@ class McpToolset:
                     log.info("MCP server %s refused a change subscription: %r", self.name, exc)
                 task_status.started()
                 return
-            conn.end(f"the change subscription was lost ({_describe(exc)})")
+            conn.end(f"the change subscription was lost ({describe(exc)})")
             return
         # The server ended the subscription on purpose (shutting down, shedding load).
         conn.end("the server ended the change subscription")
@@ -524,21 +436,3 @@ class McpToolset:
             self._on_event(event)
         except Exception:
             log.exception("the on_event callback raised for %r", event)
-
-
-def _uses_listen(client: Client) -> bool:
-    """Whether tool list changes come over a ``subscriptions/listen`` stream (2026-era)."""
-    tools = client.server_capabilities.tools
-    return bool(tools is not None and tools.list_changed and client.protocol_version >= "2026")
-
-
-def _describe(exc: BaseException) -> str:
-    """A one-line account of a failure, looking inside exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return f"MCP error {exc.code}: {exc.message}"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -10,6 +10,7 @@ toolset learns it at once instead of at the next call.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Self
@@ -97,7 +98,7 @@ class _Transport:
                     env=child_environment(spec),
                     cwd=spec.cwd,
                 )
-                errlog = spec.stderr if spec.stderr is not None else sys.stderr
+                errlog = spec.stderr if spec.stderr is not None else _our_stderr()
                 transport = stdio_client(params, errlog=errlog)
             read, write = await stack.enter_async_context(transport)
             self._stack = stack.pop_all()
@@ -110,6 +111,23 @@ class _Transport:
         exc_tb: TracebackType | None,
     ) -> bool | None:
         return await self._stack.__aexit__(exc_type, exc_val, exc_tb)
+
+
+def _our_stderr() -> Any:
+    """This process's stderr for a child, even when ``sys.stderr`` is not a real file.
+
+    A notebook or a test harness may replace ``sys.stderr`` by an object without a file
+    descriptor, which a subprocess cannot write to: the original stderr is used then, or
+    nothing.
+    """
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return subprocess.DEVNULL
 
 
 def open_transport(spec: ServerSpec, on_end: Callable[[], None]) -> _Transport:

@@ -114,6 +114,16 @@ async def test_an_aborted_agent_run_cancels_the_call_and_keeps_the_server() -> N
     assert not is_running(pid)
 
 
+async def test_a_call_past_its_time_limit_is_an_error_and_the_server_goes_on() -> None:
+    async with mcp.open_toolset(stdio_spec(call_timeout=0.3)) as toolset:
+        pid = await server_pid(toolset)
+        result = await call(toolset, "hang")
+        assert result.is_error
+        assert text(result) == "MCP tool 'hang' of server 'tools' timed out after 0.3 s"
+        assert await server_pid(toolset) == pid
+    assert not is_running(pid)
+
+
 def never_answering_server(tmp_path: Path) -> mcp.StdioServer:
     """A process that writes its pid, then reads stdin and never answers; it exits at EOF."""
     pid_file = tmp_path / "pid"

@@ -36,10 +36,12 @@ async def test_prefix_filters_read_only_hints_and_approval_through_an_agent() ->
     )
     asked: list[tuple[str, bool]] = []
 
-    async def approval(call: al.ToolCall, tool: al.AgentTool | None) -> al.ApprovalDecision:
+    async def approval(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
         assert tool is not None
         asked.append((call.name, tool.requires_approval))
-        return al.Rejected(reason="not now") if tool.requires_approval else al.APPROVED
+        return (
+            al.policy.Rejected(reason="not now") if tool.requires_approval else al.policy.APPROVED
+        )
 
     model = ScriptedStream(
         [

@@ -1,0 +1,26 @@
+"""A tiny MCP server for the docs: run it with ``python docs/examples/weather_server.py``."""
+
+from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
+
+mcp = MCPServer("weather", log_level="WARNING")
+
+FORECASTS = {"lisbon": ("sunny", 24), "oslo": ("snow", -3)}
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
+def forecast(city: str) -> dict[str, str | int]:
+    """Tomorrow's weather in a city."""
+    sky, celsius = FORECASTS.get(city.lower(), ("unknown", 0))
+    return {"city": city, "sky": sky, "celsius": celsius}
+
+
+@mcp.tool()
+def report(city: str, sky: str) -> str:
+    """Report the weather seen in a city (changes the server's data)."""
+    FORECASTS[city.lower()] = (sky, FORECASTS.get(city.lower(), ("", 0))[1])
+    return f"thanks, noted {sky} in {city}"
+
+
+if __name__ == "__main__":
+    mcp.run()  # stdio

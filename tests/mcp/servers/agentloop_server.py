@@ -1,0 +1,100 @@
+"""agentloop tools served over MCP by ``agentloop_mcp.serve``, for the tests.
+
+python agentloop_server.py        over stdio
+python agentloop_server.py http   over streamable HTTP on a free port (printed as a URL)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+import agentloop as al
+import agentloop_mcp
+
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+@al.tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+@al.tool
+async def steps(n: int, ctx: al.ToolContext) -> str:
+    """Report n progress steps, then finish."""
+    for i in range(1, n + 1):
+        ctx.on_update(f"step {i}")
+        await anyio.lowlevel.checkpoint()
+    return f"{n} steps"
+
+
+@al.tool
+def threaded_steps(n: int, ctx: al.ToolContext) -> str:
+    """Like steps, from a worker thread."""
+    for i in range(1, n + 1):
+        ctx.on_update(f"thread step {i}")
+    return f"{n} thread steps"
+
+
+@al.tool
+def broken() -> str:
+    """Always raises."""
+    raise ValueError("broken tool")
+
+
+@al.tool(requires_approval=True)
+def delete(path: str) -> str:
+    """Delete a file (pretend); needs approval."""
+    return f"deleted {path}"
+
+
+class Picture(al.Tool):
+    name = "picture"
+    label = "Picture"
+    description = "A tiny image, with details."
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}  # noqa: RUF012
+
+    async def execute(
+        self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
+    ) -> al.AgentToolResult:
+        return al.AgentToolResult(
+            content=[al.Text(text="a picture"), al.Image(media_type="image/png", data=PNG_B64)],
+            details={"width": 1, "height": 1},
+        )
+
+
+async def approval(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
+    if str(call.arguments.get("path", "")).startswith("/tmp/"):
+        return al.policy.APPROVED
+    return al.policy.Rejected(reason="only files under /tmp/ may be deleted")
+
+
+TOOLS: list[al.AgentTool] = [add, steps, threaded_steps, broken, delete, Picture()]
+
+
+async def main() -> None:
+    if sys.argv[1:2] == ["http"]:
+        await agentloop_mcp.serve(
+            TOOLS,
+            name="agentloop-test",
+            approval=approval,
+            transport="streamable-http",
+            port=0,
+            on_ready=lambda url: print(url, flush=True),
+        )
+    else:
+        await agentloop_mcp.serve(TOOLS, name="agentloop-test", version="1.0", approval=approval)
+
+
+if __name__ == "__main__":
+    anyio.run(main)
