@@ -10,7 +10,7 @@ The top level holds what a user of ``Agent`` needs. The rest lives in public sub
 ``agentloop.testing`` (fake providers).
 """
 
-from . import abc, context, loop, models, policy, retry, sessions, stream
+from . import abc, context, loop, models, multi, policy, retry, sessions, stream
 from ._abc import AgentTool as AgentTool, Toolset as Toolset
 from ._agent import Agent as Agent, AgentInput as AgentInput, SystemPrompt as SystemPrompt
 from ._agent_checkpoint import Checkpoint as Checkpoint
@@ -159,6 +159,7 @@ __all__ = [
     "extract_text",
     "loop",
     "models",
+    "multi",
     "policy",
     "retry",
     "sessions",

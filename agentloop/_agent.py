@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
     from ._context import Compaction
     from ._session_recorder import SessionRecorder
+    from ._subagent import SubAgentTool
 
 __all__ = ["Agent", "AgentInput", "SystemPrompt"]
 
@@ -97,6 +98,7 @@ class Agent(
             API key from the provider's usual environment variable are found for you), or a
             ``ModelSpec`` with an explicit ``stream_fn``.
         stream_fn: the provider; needed with a ``ModelSpec``, optional with a model string.
+        name: what the agent is called in a tree of agents (``agentloop.multi``).
         system_prompt: the system prompt, or a callable (sync or async) computing it once per
             turn.
         tools: the tools the model may call.
@@ -139,6 +141,7 @@ class Agent(
         *,
         model: str | ModelSpec,
         stream_fn: StreamFn | None = None,
+        name: str = "agent",
         system_prompt: SystemPrompt = "",
         tools: Iterable[AgentTool] = (),
         toolsets: Iterable[Toolset] = (),
@@ -166,6 +169,7 @@ class Agent(
         session: SessionRecorder | None = None,
     ) -> None:
         spec, provider = _resolve(model, stream_fn)
+        self.name = name
         self.stream_fn: StreamFn = provider
         self.stream_options = stream_options or StreamOptions()
         self.deps = deps
@@ -299,9 +303,11 @@ class Agent(
         tools: Sequence[AgentTool],
         toolsets: Sequence[Toolset],
         system_prompt: Callable[[], str | Awaitable[str]] | None,
+        extra_pre_turn: Sequence[PreTurnPolicy],
         extra_post_turn: Sequence[PostTurnPolicy],
         extra_post_loop: Sequence[PostLoopPolicy],
         turn_options: Any,
+        approval: ApprovalCallback | None,
     ) -> AgentLoopConfig:
         return AgentLoopConfig(
             model=self.model,
@@ -315,17 +321,18 @@ class Agent(
             get_api_key=self.get_api_key,
             get_steering_messages=self._poll_steering,
             get_follow_up_messages=self._poll_follow_up,
-            pre_turn_policies=self.pre_turn_policies,
+            pre_turn_policies=[*self.pre_turn_policies, *extra_pre_turn],
             pre_dispatch_policies=self.pre_dispatch_policies,
             post_turn_policies=[*self.post_turn_policies, *extra_post_turn, self._pauser],
             post_loop_policies=[*self.post_loop_policies, *extra_post_loop],
-            approval=self.approval,
+            approval=approval,
             tool_execution=self.tool_execution,
             max_concurrent_tools=self.max_concurrent_tools,
             tool_timeout=self.tool_timeout,
             system_prompt=system_prompt,
             toolsets=toolsets,
             deps=self.deps,
+            agent_name=self.name,
             turn_options=turn_options,
         )
 
@@ -457,7 +464,9 @@ class Agent(
 
     def _check_continue(self) -> None:
         if not self._messages:
-            raise NoMessages("cannot continue: the history is empty")
+            if self.has_queued_messages():
+                return
+            raise NoMessages("cannot continue: the history is empty and nothing is queued")
         last = self._messages[-1]
         if (
             isinstance(last, AssistantMessage)
@@ -469,14 +478,14 @@ class Agent(
             )
 
     def _continue_prompts(self) -> list[AgentMessage]:
-        if not self._messages:
-            raise NoMessages("cannot continue: the history is empty")
-        last = self._messages[-1]
-        if isinstance(last, AssistantMessage) and not is_failed_answer(last):
+        last = self._messages[-1] if self._messages else None
+        if last is None or (isinstance(last, AssistantMessage) and not is_failed_answer(last)):
             queued = self._take(self._steering, self.steering_mode) or self._take(
                 self._follow_up, self.follow_up_mode
             )
             if not queued:
+                if last is None:
+                    raise NoMessages("cannot continue: the history is empty and nothing is queued")
                 raise InvalidContinue(
                     "cannot continue: the last message is the assistant's and nothing is queued"
                 )
@@ -499,12 +508,12 @@ class Agent(
     @overload
     async def continue_run(self, *, output_type: type[U]) -> AgentResult[U]: ...
     async def continue_run(self, *, output_type: Any = None) -> AgentResult[Any]:
-        """Continue from the history: after a tool result, a user message, queued messages,
-        or a failed answer (which is retried; after a context overflow with the overflow
+        """Continue from the history (or from queued messages, when it is empty): after a tool
+        result, a user message, queued messages, or a failed answer (which is retried; after a context overflow with the overflow
         signal set, so the transformers prune harder).
 
         Raises:
-            NoMessages: the history is empty.
+            NoMessages: the history is empty and nothing is queued.
             InvalidContinue: the last message is the assistant's answer and nothing is queued.
             AlreadyRunning: a run is active.
             AgentError: with typed output, as ``prompt``.
@@ -603,6 +612,15 @@ class Agent(
                 )
             )
         return done
+
+    def as_tool(self, *, name: str | None = None, description: str, **options: Any) -> SubAgentTool:
+        """This agent as a tool another agent calls with a task (see ``multi.SubAgentTool``).
+
+        One call at a time; for calls that overlap, give ``SubAgentTool`` a factory instead.
+        """
+        from ._subagent import SubAgentTool
+
+        return SubAgentTool(self, name=name or self.name, description=description, **options)
 
     @classmethod
     async def from_session(

@@ -38,10 +38,16 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._config import AgentLoopConfig
     from ._events import AgentEvent
+    from ._extras import RunExtras
     from ._output import OutputSpec
     from ._session_recorder import SessionRecorder, _Recording
 
-__all__ = ["PLAN_MODE_INSTRUCTION", "AgentRunner", "AgentStream", "ensure_no_event_loop"]
+__all__ = [
+    "PLAN_MODE_INSTRUCTION",
+    "AgentRunner",
+    "AgentStream",
+    "ensure_no_event_loop",
+]
 
 log = logging.getLogger("agentloop")
 
@@ -117,6 +123,7 @@ class AgentRunner:
     last_error: str | None
     running_tool_calls: set[str]
     on_message: Callable[[AgentMessage], object] | None
+    approval: Any
     usage: Any
     cost: Any
     _tools: dict[str, AgentTool]
@@ -139,38 +146,53 @@ class AgentRunner:
             tools: Sequence[AgentTool],
             toolsets: Sequence[Toolset],
             system_prompt: Callable[[], str | Awaitable[str]] | None,
+            extra_pre_turn: Sequence[Any],
             extra_post_turn: Sequence[Any],
             extra_post_loop: Sequence[Any],
             turn_options: Any,
+            approval: Any,
         ) -> AgentLoopConfig: ...
         def _notify(self, event: AgentEvent) -> None: ...
 
     # ---------------------------------------------------------------- the run's input
 
-    def _loop_input(self, output: OutputSpec[Any] | None) -> tuple[AgentContext, AgentLoopConfig]:
+    def _loop_input(
+        self, output: OutputSpec[Any] | None, extras: Sequence[RunExtras] = ()
+    ) -> tuple[AgentContext, AgentLoopConfig]:
         tools = list(self._tools.values())
         toolsets: list[Toolset] = list(self.toolsets)
         system_prompt = self.system_prompt
+        pre_turn: list[Any] = []
         post_turn: list[Any] = []
         post_loop: list[Any] = []
         turn_options = None
+        approval = self.approval
         if self.plan_mode:
             tools = [t for t in tools if getattr(t, "read_only", False)]
             toolsets = [_ReadOnlyTools(t) for t in toolsets]
             system_prompt = _with_instruction(system_prompt, PLAN_MODE_INSTRUCTION)
-        if output is not None:
-            tools = [t for t in tools if t.name != output.tool.name] + list(output.tools)
-            system_prompt = _with_instruction(system_prompt, output.instruction)
-            post_turn.extend(output.post_turn_policies)
-            post_loop.extend(output.post_loop_policies)
-            turn_options = output.turn_options
+        everything = [*extras, output.extras()] if output is not None else list(extras)
+        for extra in everything:
+            names = {t.name for t in extra.tools}
+            tools = [t for t in tools if t.name not in names] + list(extra.tools)
+            if extra.instruction:
+                system_prompt = _with_instruction(system_prompt, extra.instruction)
+            pre_turn.extend(extra.pre_turn_policies)
+            post_turn.extend(extra.post_turn_policies)
+            post_loop.extend(extra.post_loop_policies)
+            if extra.turn_options is not None:
+                turn_options = extra.turn_options
+            if approval is None:
+                approval = extra.approval
         config = self._config(
             tools=tools,
             toolsets=toolsets,
             system_prompt=None if isinstance(system_prompt, str) else system_prompt,
+            extra_pre_turn=pre_turn,
             extra_post_turn=post_turn,
             extra_post_loop=post_loop,
             turn_options=turn_options,
+            approval=approval,
         )
         static = system_prompt if isinstance(system_prompt, str) else ""
         # The run commits to the agent's own history (see ``_history_for``).
@@ -268,11 +290,14 @@ class AgentRunner:
     # ---------------------------------------------------------------- running
 
     async def _execute(
-        self, prompts: Sequence[AgentMessage], output: OutputSpec[Any] | None
+        self,
+        prompts: Sequence[AgentMessage],
+        output: OutputSpec[Any] | None,
+        extras: Sequence[RunExtras] = (),
     ) -> AgentResult[Any]:
         """Run to the end (the awaitable forms); typed output is checked by the caller."""
         scope = anyio.CancelScope()
-        context, config = self._loop_input(output)
+        context, config = self._loop_input(output, extras)
         run = _Run(
             context, config, self._on_event, cancel_scope=scope, history=self._history_for(config)
         )

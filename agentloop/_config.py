@@ -133,6 +133,7 @@ class AgentLoopConfig:
         toolsets: sources of tools that may change during a run (an MCP server, say): each
             toolset's ``get_tools()`` is read at the start of every turn.
         deps: what tools reach as ``ToolContext.deps`` (clients, connections, settings).
+        agent_name: the name of the agent running (a sub-agent's events carry it in their path).
         turn_options: called before each model call with the turn's policy context and the
             options the call would use; what it returns is used for that call (to force a
             tool with ``tool_choice`` on one turn, say).
@@ -160,4 +161,5 @@ class AgentLoopConfig:
     system_prompt: Callable[[], str | Awaitable[str]] | None = None
     toolsets: Sequence[Toolset] = ()
     deps: Any = None
+    agent_name: str = "agent"
     turn_options: Callable[[PolicyContext, StreamOptions], StreamOptions] | None = None

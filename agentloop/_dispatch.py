@@ -406,7 +406,7 @@ class Batch:
                 update = AgentToolResult.text(update)
             emit(ToolExecutionUpdate(call_id=call_id, name=name, update=update))
 
-        ctx = slot.context = ToolContext(call_id, name, on_update, run.config.deps)
+        ctx = slot.context = ToolContext(call_id, name, on_update, run.config.deps, run.link)
         _current_context.set(ctx)
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
         try:

@@ -19,7 +19,17 @@ from typing import Any, TypeAlias
 import msgspec
 
 from ._stream import AssistantMessageEvent
-from ._types import AgentMessage, AssistantMessage, ContentBlock, ErrorKind, Text, ToolResultMessage
+from ._types import (
+    AgentMessage,
+    AssistantMessage,
+    ContentBlock,
+    Cost,
+    ErrorKind,
+    StopReason,
+    Text,
+    ToolResultMessage,
+    Usage,
+)
 
 __all__ = [
     "AgentEnd",
@@ -27,13 +37,19 @@ __all__ = [
     "AgentStart",
     "AgentToolResult",
     "ContextCompacted",
+    "DelegationEnd",
+    "DelegationStart",
+    "Hop",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
     "StreamRetry",
+    "SubAgentEvent",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
+    "TransferInitiated",
+    "TransferRejected",
     "TurnEnd",
     "TurnEndReason",
     "TurnStart",
@@ -171,6 +187,66 @@ class SessionWriteFailed(_Ev, frozen=True, tag="session_write_failed"):
     skipped: int = 0
 
 
+# --------------------------------------------------------------------------- agents of agents
+
+
+class Hop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One step down a tree of agents: the tool call that started a sub-agent, and its name."""
+
+    call_id: str
+    agent: str
+
+
+class DelegationStart(_Ev, frozen=True, tag="delegation_start", gc=True):
+    """A tool started a sub-agent (``agentloop.multi``); ``path`` ends with its ``Hop``."""
+
+    path: list[Hop]
+    prompt: str = ""
+
+
+class DelegationEnd(_Ev, frozen=True, tag="delegation_end", gc=True):
+    """A sub-agent's run ended, however it ended: what it said, spent and committed.
+
+    ``usage`` and ``cost`` are the sub-agent's (its own sub-agents' included); they were added
+    to the calling run's. ``messages`` is its transcript, kept even when it was cancelled.
+    """
+
+    path: list[Hop]
+    stop_reason: StopReason
+    output: str = ""
+    error: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost: Cost = msgspec.field(default_factory=Cost)
+    messages: list[AgentMessage] = msgspec.field(default_factory=list)
+
+
+class SubAgentEvent(_Ev, frozen=True, tag="sub_agent", gc=True):
+    """An event of a sub-agent's run, relayed live, in order, into the calling run's events.
+
+    ``path`` says whose: ``[Hop(call_id="call_1", agent="researcher")]`` for a sub-agent,
+    longer for deeper ones (paths are flattened: ``event`` is never a ``SubAgentEvent``).
+    """
+
+    path: list[Hop]
+    event: AgentEvent
+
+
+class TransferInitiated(_Ev, frozen=True, tag="transfer_initiated"):
+    """An agent handed the conversation to another (``agentloop.multi.Team``)."""
+
+    source: str
+    target: str
+    reason: str = ""
+
+
+class TransferRejected(_Ev, frozen=True, tag="transfer_rejected"):
+    """A hand-off was refused (unknown agent, a cycle, too deep); the model was told why."""
+
+    source: str
+    target: str
+    reason: str = ""
+
+
 AgentEvent: TypeAlias = (
     AgentStart
     | AgentEnd
@@ -185,4 +261,9 @@ AgentEvent: TypeAlias = (
     | ToolExecutionEnd
     | ContextCompacted
     | SessionWriteFailed
+    | DelegationStart
+    | DelegationEnd
+    | SubAgentEvent
+    | TransferInitiated
+    | TransferRejected
 )

@@ -28,6 +28,7 @@ from ._events import (
 from ._history import History, is_failed_answer as is_failed
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
 from ._stream import Accumulator
+from ._tools import RunLink
 from ._types import (
     AgentContext,
     AgentMessage,
@@ -77,6 +78,7 @@ class _Run:
         "history",
         "in_turn",
         "incremental",
+        "link",
         "loop_thread",
         "messages",
         "new_messages",
@@ -155,6 +157,12 @@ class _Run:
         self.fatal_note = ""
         self.loop_thread = 0
         self.token: object = None
+        self.link = RunLink(
+            emit=self.emit_threadsafe,
+            account=self.account,
+            approval=config.approval,
+            agent=config.agent_name,
+        )
         last = self.messages[-1] if self.messages else None
         if type(last) is AssistantMessage and last.error_kind is ErrorKind.CONTEXT_OVERFLOW:
             # Continuing after an overflow error: the first request prunes harder.
@@ -321,6 +329,18 @@ class _Run:
             self.fatal = exc
             self.fatal_note = f"{where} raised {type(exc).__name__}: {exc}"
         self.scope.cancel()
+
+    def emit_threadsafe(self, event: AgentEvent) -> None:
+        """``emit`` from any thread: from another one, it runs on the loop's thread."""
+        if threading.get_ident() == self.loop_thread:
+            self.emit(event)
+        else:
+            self.call_from_thread(self.emit, event)
+
+    def account(self, usage: Usage, cost: Cost) -> None:
+        """Count what a sub-agent spent as this run's (its result sums the whole tree)."""
+        self.usage = self.usage + usage
+        self.cost = self.cost + cost
 
     def call_from_thread(self, fn: Callable[[Any], None], arg: Any) -> None:
         """Call ``fn(arg)`` on the run's event loop thread from another thread, and wait.

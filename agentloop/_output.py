@@ -22,6 +22,7 @@ import msgspec
 
 from ._errors import Aborted, AgentError, StructuredOutputFailed, ToolArgumentError
 from ._events import AgentToolResult
+from ._extras import RunExtras
 from ._policy import CONTINUE, Inject, PolicyContext, PolicyVerdict, Stop
 from ._tools import validator_for
 from ._types import AgentResult, StopReason, StreamOptions, UserMessage
@@ -166,6 +167,16 @@ class OutputSpec(Generic[T]):
         self.post_turn_policies = [_FinishWhenAnswered(self.tool)]
         self.post_loop_policies = [_RemindToAnswer(self.tool)]
         self.instruction = f"When you have the answer, call the {tool_name} tool with it."
+
+    def extras(self) -> RunExtras:
+        """The additions to the run that gives the output."""
+        return RunExtras(
+            tools=self.tools,
+            post_turn_policies=self.post_turn_policies,
+            post_loop_policies=self.post_loop_policies,
+            instruction=self.instruction,
+            turn_options=self.turn_options,
+        )
 
     def turn_options(self, ctx: PolicyContext, options: StreamOptions) -> StreamOptions:
         """Every call must call a tool; after a prose answer, the final tool itself."""

@@ -32,6 +32,7 @@ __all__ = [
     "FunctionTool",
     "Tool",
     "ToolArgumentError",
+    "RunLink",
     "ToolContext",
     "current_tool_context",
     "tool",
@@ -116,7 +117,7 @@ class ToolContext(Generic[DepsT]):
             dropped.
     """
 
-    __slots__ = ("_cancelled", "_event", "call_id", "deps", "name", "on_update")
+    __slots__ = ("_cancelled", "_event", "call_id", "deps", "link", "name", "on_update")
 
     def __init__(
         self,
@@ -124,11 +125,13 @@ class ToolContext(Generic[DepsT]):
         name: str,
         on_update: OnUpdate,
         deps: DepsT = None,  # type: ignore[assignment]
+        link: RunLink | None = None,
     ) -> None:
         self.call_id = call_id
         self.name = name
         self.on_update = on_update
         self.deps = deps
+        self.link = link
         self._cancelled = False
         self._event: threading.Event | None = None
 
@@ -166,6 +169,42 @@ class ToolContext(Generic[DepsT]):
 
 
 _EVENT_LOCK = threading.Lock()
+
+
+class RunLink:
+    """What a tool that runs agents of its own (``agentloop.multi``) needs of the calling run.
+
+    One per run, shared by its calls (``ToolContext.link``; ``None`` outside a run).
+
+    Attributes:
+        agent: the calling agent's name (``"agent"`` for a bare loop).
+        approval: the calling run's approval hook, so approvals inside sub-agents surface at
+            the top level.
+    """
+
+    __slots__ = ("_account", "_emit", "agent", "approval")
+
+    def __init__(
+        self,
+        *,
+        emit: Callable[[Any], None],
+        account: Callable[[Any, Any], None],
+        approval: Any,
+        agent: str,
+    ) -> None:
+        self._emit = emit
+        self._account = account
+        self.approval = approval
+        self.agent = agent
+
+    def emit(self, event: Any) -> None:
+        """Add ``event`` to the calling run's events (from any thread)."""
+        self._emit(event)
+
+    def account(self, usage: Any, cost: Any) -> None:
+        """Add what a sub-agent spent to the calling run's usage and cost (loop thread)."""
+        self._account(usage, cost)
+
 
 # The context of the tool call the current task (or worker thread) is running; the loop sets
 # it in each call's child task, so a tool can reach its call's context without a parameter.

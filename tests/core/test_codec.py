@@ -248,6 +248,13 @@ agent_events: st.SearchStrategy[AgentEvent] = st.one_of(
     st.builds(
         ev.ContextCompacted, report=short_text, dropped=st.integers(0, 99), details=json_values
     ),
+    st.builds(ev.TransferInitiated, source=short_text, target=short_text, reason=short_text),
+    st.builds(ev.TransferRejected, source=short_text, target=short_text, reason=short_text),
+    st.builds(
+        ev.DelegationStart,
+        path=st.lists(st.builds(ev.Hop, call_id=short_text, agent=short_text), max_size=3),
+        prompt=short_text,
+    ),
     st.builds(
         ev.SessionWriteFailed,
         error=short_text,
@@ -348,6 +355,20 @@ EVENT_EXAMPLES: list[AgentEvent] = [
     ev.ToolExecutionEnd(call_id="c", name="n", result=AgentToolResult.error("no"), is_error=True),
     ev.ContextCompacted(report="dropped 3", dropped=3, details={"ids": [1, 2, 3]}),
     ev.SessionWriteFailed(error="OSError: disk full", unstored=2, skipped=1),
+    ev.DelegationStart(path=[ev.Hop(call_id="c", agent="worker")], prompt="do it"),
+    ev.DelegationEnd(
+        path=[ev.Hop(call_id="c", agent="worker")],
+        stop_reason=StopReason.STOP,
+        output="done",
+        usage=Usage(input=3),
+        messages=[UserMessage.from_text("do it")],
+    ),
+    ev.SubAgentEvent(
+        path=[ev.Hop(call_id="c", agent="worker"), ev.Hop(call_id="d", agent="helper")],
+        event=ev.ToolExecutionStart(call_id="x", name="n", arguments={}),
+    ),
+    ev.TransferInitiated(source="triage", target="billing", reason="a refund"),
+    ev.TransferRejected(source="billing", target="triage", reason="a cycle"),
 ]
 
 
@@ -378,6 +399,11 @@ def test_every_event_variant_is_covered_by_the_strategies() -> None:
         ev.ToolExecutionEnd,
         ev.ContextCompacted,
         ev.SessionWriteFailed,
+        ev.DelegationStart,
+        ev.DelegationEnd,
+        ev.SubAgentEvent,
+        ev.TransferInitiated,
+        ev.TransferRejected,
     }
     assert len(AssistantMessageEvent.__args__) == 13
 

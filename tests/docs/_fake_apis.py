@@ -154,8 +154,9 @@ class FakeApis:
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        task_status.started()
-        await listener.serve(self.handle)
+        async with listener:
+            task_status.started()
+            await listener.serve(self.handle)
 
 
 @contextmanager

@@ -46,6 +46,14 @@ PRINTS = {
     ],
     "docs/streaming.md": ["[lookup: kitten: a small cat]", "Just tex|t"],
     "docs/tools.md": ["'minimum': 1", "2.5"],
+    "docs/multi-agent.md": [
+        "start  researcher When are the tides",
+        "inner tool web_search in researcher",
+        "tokens over the tree: 560",
+        "['triage', 'billing'] Refund issued.",
+        "a finished | b read: hello",
+        "AHOY!!",
+    ],
     "docs/policies.md": ["tool call skipped: deleting is not allowed here", "fine", "ok"],
     "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
 }
