@@ -180,6 +180,13 @@ async def test_a_closed_group_refuses_to_connect() -> None:
         await group.connect(stdio_spec())
 
 
+async def test_an_error_in_the_block_comes_out_as_itself() -> None:
+    with pytest.raises(KeyError, match="mine") as caught:
+        async with mcp.open_group():
+            raise KeyError("mine")
+    assert type(caught.value) is KeyError
+
+
 def msgspec_replace(spec: mcp.StdioServer, **changes: object) -> mcp.StdioServer:
     import msgspec
 
