@@ -77,8 +77,13 @@ class ToolsetGroup:
         if not self._open or self._tg is None:
             raise ToolsetClosed("this ToolsetGroup is not open")
         toolset = McpToolset(spec, on_event=on_event or self._on_event)
-        await self._tg.start(toolset.run, name=f"agentloop_mcp owner of {toolset.name}")
+        # Listed before it connects, so that closing the group stops a connection under way.
         self._toolsets.append(toolset)
+        try:
+            await self._tg.start(toolset.run, name=f"agentloop_mcp owner of {toolset.name}")
+        except BaseException:
+            self._toolsets.remove(toolset)
+            raise
         return toolset
 
     def get_tools(self) -> Sequence[AgentTool]:
