@@ -227,3 +227,24 @@ async def test_closing_the_group_stops_a_connection_another_task_is_making() -> 
             "could not connect to MCP server 'slow': closed while connecting"
         ]
         assert not is_running(pid)
+
+
+async def test_connect_timeout_over_http_to_a_server_that_never_answers() -> None:
+    async def silent(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()  # the request arrives; no answer ever leaves
+            await anyio.sleep_forever()
+
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listeners,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(listeners.serve, silent)
+        port = listeners.listeners[0].extra(anyio.abc.SocketAttribute.local_port)
+        spec = mcp.HttpServer(name="mute", url=f"http://127.0.0.1:{port}/mcp", connect_timeout=0.5)
+        started = anyio.current_time()
+        with pytest.raises(mcp.ConnectFailed, match=r"'mute': timed out after 0.5 s"):
+            async with mcp.open_toolset(spec):
+                pass  # pragma: no cover
+        assert anyio.current_time() - started < 0.5 + STOP_BOUND
+        tg.cancel_scope.cancel()
