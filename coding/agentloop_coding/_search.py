@@ -117,11 +117,8 @@ class Grep(CodingTool):
     parameters = {  # noqa: RUF012
         "type": "object",
         "properties": {
-            "pattern": {
-                "type": "string",
-                "format": "regex",
-                "description": "The regular expression.",
-            },
+            # Not "format": "regex": that would check Python's syntax, and rg's differs.
+            "pattern": {**NOT_PATH, "description": "The regular expression."},
             "path": {
                 "type": "string",
                 "default": ".",
