@@ -209,8 +209,10 @@ class AnthropicStreamParser:
         self._stop = StopReason.STOP
         self._usage: dict[str, int] = {}
 
-    def _usage_now(self) -> Usage:
+    def _usage_now(self) -> Usage | None:
         u = self._usage
+        if not u:
+            return None  # the stream carried no usage at all
         extra = {
             "thinking_tokens": u.get("thinking_tokens", 0),
             "web_search_requests": u.get("web_search_requests", 0),

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-    from agentloop import ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions, Usage
     from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["BedrockProvider"]
@@ -136,7 +136,7 @@ class BedrockParser:
         self._next = 0
         self._stop: StopReason | None = None
         self._filtered: str | None = None
-        self._usage = make_usage()
+        self._usage: Usage | None = None  # from the metadata frame
 
     def _open(self, bedrock_index: int, kind: str) -> _Block:
         block = _Block(kind, self._next)
@@ -298,7 +298,7 @@ class BedrockParser:
         return [ExtensionBlock(index=i, type_name=f"bedrock.{name}", data=data)]
 
 
-def _usage(raw: dict[str, Any]) -> Any:
+def _usage(raw: dict[str, Any]) -> Usage:
     return make_usage(
         input=int(raw.get("inputTokens") or 0),
         output=int(raw.get("outputTokens") or 0),

@@ -328,7 +328,7 @@ class GeminiParser:
         if self._call is not None:
             out.extend(self._end_call())
         reason = self._finish
-        use = self._usage or make_usage()
+        use = self._usage
         if reason in ("STOP", "FINISH_REASON_UNSPECIFIED"):
             stop = StopReason.TOOL_USE if self._calls else StopReason.STOP
             out.append(Done(stop_reason=stop, usage=use))

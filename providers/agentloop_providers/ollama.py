@@ -202,15 +202,11 @@ class OllamaStreamParser:
             stop = _DONE.get(line.get("done_reason") or "stop", StopReason.STOP)
             if self._calls and stop is StopReason.STOP:
                 stop = StopReason.TOOL_USE
-            out.append(
-                Done(
-                    stop_reason=stop,
-                    usage=usage(
-                        input=line.get("prompt_eval_count") or 0,
-                        output=line.get("eval_count") or 0,
-                    ),
-                )
+            reported = "prompt_eval_count" in line or "eval_count" in line
+            use = usage(
+                input=line.get("prompt_eval_count") or 0, output=line.get("eval_count") or 0
             )
+            out.append(Done(stop_reason=stop, usage=use if reported else None))
         return out
 
     def end(self) -> list[AssistantMessageEvent]:

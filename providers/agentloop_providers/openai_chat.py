@@ -330,7 +330,7 @@ class OpenAIChatStreamParser:
         stop = _FINISH.get(finish, StopReason.STOP)
         if self._calls and stop is StopReason.STOP:
             stop = StopReason.TOOL_USE  # servers that say "stop" after calling tools
-        out.append(Done(stop_reason=stop, usage=self._usage or usage()))
+        out.append(Done(stop_reason=stop, usage=self._usage))
         return out
 
 

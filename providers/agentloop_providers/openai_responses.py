@@ -330,7 +330,7 @@ class OpenAIResponsesParser:
 
     def _finish(self, response: dict[str, Any]) -> list[AssistantMessageEvent]:
         events = self._close_all()
-        use = _usage(response.get("usage")) or self._usage or usage()
+        use = _usage(response.get("usage")) or self._usage
         if response.get("status") == "incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason", "")
             if reason == "content_filter":
