@@ -126,6 +126,7 @@ class CodingSession:
         *,
         workspace: str | os.PathLike[str] = ".",
         resume: str | None = None,
+        session_id: str | None = None,
         store: SessionStore | None = None,
         record: bool = True,
         model: str | ModelSpec | None = None,
@@ -139,6 +140,7 @@ class CodingSession:
             config: the settings (default: ``Config()``).
             workspace: the directory the agent works in.
             resume: the id of a stored session to continue.
+            session_id: the id of the new session (default: a fresh one).
             store: where sessions are kept (default: ``config``'s JSONL directory).
             record: record the conversation in the store.
             model: the model (wins over the resumed session's and the config's); a
@@ -151,6 +153,7 @@ class CodingSession:
             ConfigError: no model is configured and none can be chosen, or the workspace is
                 not a directory.
             SessionNotFound: there is no stored session ``resume``.
+            ValueError: ``session_id`` is malformed or taken.
             UnknownModel: no installed provider resolves the model string.
         """
         config = config or Config()
@@ -198,16 +201,18 @@ class CodingSession:
             "tool_timeout": config.tool_timeout,
             "get_api_key": ApiKeys(environ=environ),
         }
-        session_id: str | None = None
         agent: Agent[Any]
         if resume is not None:
             assert store is not None
             agent = await Agent.from_session(store, resume, model=chosen, **options)
             session_id = resume
         else:
+            session_id = None if store is None else session_id
             agent = Agent(model=chosen, **options)  # an unknown model fails before the store
             if store is not None:
-                info = await store.create(model=_model_name(chosen), metadata={"cwd": str(root)})
+                info = await store.create(
+                    session_id=session_id, model=_model_name(chosen), metadata={"cwd": str(root)}
+                )
                 session_id = info.id
                 agent.session = SessionRecorder(store, session_id)
         if config.thinking is not None:
