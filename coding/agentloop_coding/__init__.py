@@ -13,6 +13,7 @@ name                        what it is
 ``Config``, ``load_config`` settings from defaults, TOML files, environment, flags
 ``ApiKeys``                 API keys from the environment or the system keyring
 ``system_prompt``           the default coding system prompt, assembled
+``TextRenderer``            a run's events as plain text for a terminal, as data
 ==========================  =========================================================
 
 The ``agentloop`` command (``agentloop run``, ``agentloop acp``, ``agentloop config``) lives in
@@ -39,6 +40,7 @@ from ._keys import ApiKeys as ApiKeys, default_model as default_model
 from ._process import ProcessOutcome as ProcessOutcome, run_process as run_process
 from ._prompt import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT, system_prompt as system_prompt
 from ._read import ListDir as ListDir, ReadFile as ReadFile
+from ._render import TextRenderer as TextRenderer
 from ._scripted import (
     ScriptError as ScriptError,
     load_script as load_script,
@@ -78,6 +80,7 @@ __all__ = [
     "ProcessOutcome",
     "ReadFile",
     "ScriptError",
+    "TextRenderer",
     "ToolInputError",
     "ToolKind",
     "Workspace",
