@@ -252,7 +252,10 @@ def test_runs_on_trio_too(cli: Cli, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- interruption
 
 
-def test_sigint_aborts_the_run_and_kills_its_commands(cli: Cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_aborts_the_run_and_kills_its_commands(
+    cli: Cli, tmp_path: Path, signum: signal.Signals
+) -> None:
     model = write_script(
         tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": SPAWN}}]}]
     )
@@ -278,13 +281,13 @@ def test_sigint_aborts_the_run_and_kills_its_commands(cli: Cli, tmp_path: Path) 
                     break
         pids = pids_in(output)
         assert len(pids) == 4 and all(alive(pid) for pid in pids)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         rest, errors = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 130, errors
+    assert process.returncode == 128 + signum, errors  # 130 for SIGINT, 143 for SIGTERM
     events = decode_events("".join(lines) + rest)
     assert isinstance(events[-1], al.AgentEnd)
     (end,) = tool_ends(events)
@@ -351,3 +354,66 @@ def test_against_an_openai_compatible_server(cli: Cli) -> None:
     assert "key=[]" in second  # the tool's result went back to the model
     assert "sk-loopback-test" not in done.stdout + done.stderr
     assert os.environ.get("OPENAI_API_KEY") != "sk-loopback-test"
+
+
+# --------------------------------------------------------------------------- asking a person
+
+
+def _ask_on_a_terminal(cli: Cli, model: str, answers: list[str]) -> tuple[int, str, str]:
+    """Run with standard input and error on a pseudo-terminal, answering each question."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        cli.command("run", "--json", "-m", model, "go"),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        cwd=cli.workspace,
+        env=cli.env,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        pending = list(answers)
+        while process.poll() is None or select.select([master], [], [], 0)[0]:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"no output from the command; so far: {seen!r}"
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other side closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+            while pending and seen.count(b"[a]lways") > len(answers) - len(pending):
+                os.write(master, pending.pop(0).encode() + b"\n")
+        out, _ = process.communicate(timeout=30)
+        stdout = out.decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    return process.returncode, stdout, seen.decode(errors="replace")
+
+
+def test_a_person_at_the_terminal_is_asked(cli: Cli, tmp_path: Path) -> None:
+    calls = [
+        {"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}},
+        {"name": "write_file", "arguments": {"path": "b.txt", "content": "B"}},
+        {"name": "bash", "arguments": {"command": "touch c.txt"}},
+    ]
+    model = write_script(
+        tmp_path, [{"tool_calls": [c]} for c in calls] + [{"text": "ok"}], name="ask.json"
+    )
+    code, stdout, terminal = _ask_on_a_terminal(cli, model, ["a", "n"])
+    assert code == 0, terminal
+    assert terminal.count("Allow Write a.txt? [y]es / [n]o / [a]lways for write_file") == 1
+    assert "Allow Write b.txt" not in terminal  # write_file is trusted for the session now
+    assert terminal.count("Allow Run touch c.txt?") == 1
+    ends = {e.call_id: e for e in tool_ends(decode_events(stdout))}
+    assert [e.is_error for e in ends.values()] == [False, False, True]
+    assert (cli.workspace / "a.txt").exists() and (cli.workspace / "b.txt").exists()
+    assert not (cli.workspace / "c.txt").exists()
