@@ -53,6 +53,7 @@ from ._convert import (
     assistant_blocks,
     max_output_tokens,
     thinking_budget,
+    tool_choice,
     tool_result_parts,
     usage as make_usage,
 )
@@ -382,6 +383,15 @@ def build_messages(context: LlmContext, model: ModelSpec) -> list[dict[str, Any]
     return out
 
 
+def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    """Whether Converse messages hold tool use or results (which require a ``toolConfig``)."""
+    return any(
+        "toolUse" in block or "toolResult" in block
+        for message in messages
+        for block in message["content"]
+    )
+
+
 class BedrockProvider(HttpProvider):
     """AWS Bedrock through the Converse streaming API.
 
@@ -465,7 +475,8 @@ class BedrockProvider(HttpProvider):
             config["temperature"] = options.temperature
         if config:
             body["inferenceConfig"] = config
-        if context.tools:
+        choice = tool_choice(options, context)
+        if context.tools and not (choice == "none" and not _has_tool_blocks(body["messages"])):
             body["toolConfig"] = {
                 "tools": [
                     {
@@ -478,6 +489,15 @@ class BedrockProvider(HttpProvider):
                     for t in context.tools
                 ]
             }
+            # Converse has no "none": without tool blocks in the history the tools are left
+            # out above; with them the tools must stay, and the model is not stopped from
+            # calling one. Claude's extended thinking allows no forced call either.
+            if choice == "required" and budget is None:
+                body["toolConfig"]["toolChoice"] = {"any": {}}
+            elif choice not in (None, "auto", "none", "required") and budget is None:
+                body["toolConfig"]["toolChoice"] = {"tool": {"name": choice}}
+            elif choice is not None:
+                body["toolConfig"]["toolChoice"] = {"auto": {}}
         if budget is not None:
             body["additionalModelRequestFields"] = {
                 "thinking": {"type": "enabled", "budget_tokens": budget}

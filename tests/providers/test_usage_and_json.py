@@ -53,8 +53,8 @@ MODEL = ModelSpec(provider="llamacpp", model_id="smollm2")
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    body = {"id": "c", "model": "smollm2", "choices": [{"index": 0, "delta": delta}]}
-    body["choices"][0]["finish_reason"] = finish
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    body = {"id": "c", "model": "smollm2", "choices": [choice]}
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
