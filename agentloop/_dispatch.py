@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
+import msgspec
 
 from ._errors import HookFailed, single_exception
 from ._events import AgentToolResult, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
@@ -54,6 +55,7 @@ log = logging.getLogger("agentloop")
 STEERING_CANCELLED = "tool call cancelled: user requested steering interrupt"
 ABORTED = "tool call aborted: the run was cancelled"
 _MAX_REWRITES = 8
+_MAX_SHOWN = 500  # characters of broken arguments quoted back to the model
 
 
 class _Slot:
@@ -81,6 +83,22 @@ class _Slot:
         self.context: ToolContext[Any] | None = None
         self.started = False
         self.ended = False
+
+
+def _broken_json(call: ToolCall) -> str:
+    """The error result for a call whose arguments are not valid JSON (the model reads it)."""
+    raw = call.partial_json or ""
+    try:
+        msgspec.json.decode(raw)
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+        problem = str(exc)
+    else:
+        problem = "they were kept apart from the call"  # a provider that set partial_json itself
+    shown = raw if len(raw) <= _MAX_SHOWN else raw[:_MAX_SHOWN] + "…"
+    return (
+        f"tool call {call.name!r} was not run: its arguments are not valid JSON: {problem}. "
+        f"The arguments received: {shown}. Call the tool again with a JSON object."
+    )
 
 
 class Batch:
@@ -272,6 +290,8 @@ class Batch:
                         "before its arguments were complete; it was not run"
                     ),
                 )
+            elif slot.call.partial_json is not None:
+                self._end(slot, AgentToolResult.error(_broken_json(slot.call)))
             elif slot.tool is None:
                 names = ", ".join(sorted(run.tools)) or "none"
                 self._end(

@@ -127,10 +127,14 @@ class ExtensionBlock(_Event, frozen=True, tag="extension", gc=True):
 
 
 class Done(_Event, frozen=True, tag="done"):
-    """The answer is complete."""
+    """The answer is complete.
+
+    ``usage`` is what the provider reported; ``None`` when it reported nothing (never zeros in
+    its place), so the loop can estimate it (see ``Usage.estimated``).
+    """
 
     stop_reason: StopReason = StopReason.STOP
-    usage: Usage = msgspec.field(default_factory=Usage)
+    usage: Usage | None = None
     cost: Cost | None = None
 
 
@@ -241,7 +245,10 @@ class Accumulator:
     ``push`` returns ``True`` while the event was part of a well-formed sequence; after a
     terminal event, or once the sequence is known to be malformed, ``done`` is true and
     ``finish()`` gives the message. ``finish()`` may be called at any time: a stream that ended
-    early yields an error message saying so.
+    early yields an error message saying so. ``usage_reported`` says whether the provider
+    reported any usage (``Done.usage`` or ``ErrorEvent.usage``); ``usage`` is zero when not.
+    A tool call whose arguments are not valid JSON is kept with its raw text in
+    ``ToolCall.partial_json`` (the loop answers it with an error result).
 
     Total: whatever objects are pushed (events with fields of the wrong type, an unhashable
     index, things that are not events), ``push``, ``snapshot`` and ``finish`` never raise, and
@@ -260,6 +267,7 @@ class Accumulator:
         "retry_after",
         "stop_reason",
         "usage",
+        "usage_reported",
     )
 
     def __init__(self, model: ModelSpec | None = None) -> None:
@@ -270,6 +278,7 @@ class Accumulator:
         self.done = False
         self.stop_reason: StopReason | None = None
         self.usage = _NO_USAGE
+        self.usage_reported = False
         self.cost: Cost | None = None
         self.error_message: str | None = None
         self.error_kind: ErrorKind | None = None
@@ -365,7 +374,9 @@ class Accumulator:
             assert isinstance(event, Done)
             self.done = True
             self.stop_reason = event.stop_reason
-            self.usage = event.usage
+            if event.usage is not None:
+                self.usage = event.usage
+                self.usage_reported = True
             self.cost = event.cost
             if event.stop_reason is StopReason.ERROR:
                 # Providers should send ErrorEvent; an error must still say something.
@@ -382,6 +393,7 @@ class Accumulator:
             self.retry_after = event.retry_after
             if event.usage is not None:
                 self.usage = event.usage
+                self.usage_reported = True
         elif cls is StreamStart:
             assert isinstance(event, StreamStart)
             if event.provider:
@@ -415,10 +427,14 @@ class Accumulator:
 
     # ---------------------------------------------------------------- results
 
+    @property
+    def has_content(self) -> bool:
+        """Whether any content block has started."""
+        return bool(self._order)
+
     def _blocks(self, *, final: bool) -> tuple[list[ContentBlock], str | None]:
         blocks: list[ContentBlock] = []
         problem: str | None = None
-        length = self.stop_reason is StopReason.LENGTH
         for slot in self._order:
             kind = slot.kind
             whole = True
@@ -450,14 +466,11 @@ class Accumulator:
                 else:
                     try:
                         arguments = _json_decode(raw)
-                    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+                    except (msgspec.DecodeError, ValueError, RecursionError):
+                        # Models do send broken JSON. The call is kept, with its raw text, and
+                        # never run: the loop answers it with an error result the model can read
+                        # (and a cut-off one under ``length`` as an incomplete call).
                         arguments, partial = {}, raw
-                        if not length and problem is None:
-                            problem = (
-                                f"tool call {slot.extra['name']!r} "
-                                f"({slot.extra['id']}) has arguments that are not valid JSON: "
-                                f"{exc}"
-                            )
                 blocks.append(
                     ToolCall(
                         id=slot.extra["id"],

@@ -14,6 +14,7 @@ import os
 from collections.abc import Awaitable
 from contextlib import aclosing, nullcontext
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
 
 import anyio
 import anyio.lowlevel
@@ -33,6 +34,7 @@ from ._types import (
     StreamOptions,
     ToolCall,
     ToolResultMessage,
+    Usage,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ __all__ = ["run_turn"]
 
 log = logging.getLogger("agentloop")
 _NONE: frozenset[str] = frozenset()
+_MIN_SECRET = 4  # shorter values would mask ordinary words
+_encode = msgspec.json.encode
 
 
 async def _system_prompt(run: _Run) -> str:
@@ -115,6 +119,46 @@ def _classify(exc: Exception) -> ErrorKind:
     return ErrorKind.OTHER
 
 
+def _estimated_usage(request: LlmContext, answer: AssistantMessage) -> Usage:
+    """Usage for a provider that reported none: the default estimator's count of the request
+    (system prompt, messages and tool schemas) and of the answer, marked ``estimated``.
+
+    It walks the whole request, which the loop otherwise never does per turn; only answers
+    without reported usage (local servers, mostly) pay for it.
+    """
+    from ._context import EstimatingCounter, estimate_tokens
+
+    counter = EstimatingCounter()
+    tools = sum(
+        counter.count_text(t.name) + counter.count_text(t.description) + len(_encode(t.parameters))
+        for t in request.tools
+    )
+    prompt = estimate_tokens(request.messages, system_prompt=request.system_prompt) + tools // 4
+    output = counter.count(answer) - counter.message_overhead if answer.content else 0
+    return Usage(input=prompt, output=output, total=prompt + output, estimated=True)
+
+
+def _redact(text: str, secret: str | None) -> str:
+    """``text`` without ``secret`` in any of the forms an exception message may hold it: as it
+    is, escaped by ``repr`` or JSON, and percent-encoded. (The providers package has a fuller
+    redactor; the core cannot import it.)"""
+    if not secret or len(secret) < _MIN_SECRET:
+        return text
+    forms = {
+        secret,
+        repr(secret)[1:-1],
+        secret.encode("unicode_escape").decode("ascii"),
+        secret.replace("\\", "\\\\").replace('"', '\\"'),
+        secret.replace("/", "\\/"),
+        quote(secret, safe=""),
+        quote_plus(secret, safe=""),
+    }
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= _MIN_SECRET:
+            text = text.replace(form, "***")
+    return text
+
+
 def _turn_options(run: _Run) -> StreamOptions:
     """The stream options of this turn's model calls (``turn_options`` may change them)."""
     config = run.config
@@ -159,9 +203,15 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                         # The consumer is behind: let it drain before streaming on.
                         await channel.wait_writable()
         except Exception as exc:
-            log.debug("stream function raised", exc_info=True)
+            text = _redact(f"{type(exc).__name__}: {exc}", options.api_key)
+            if options.api_key:
+                log.debug("stream function raised %s", text)  # its traceback may hold the key
+            else:
+                log.debug("stream function raised", exc_info=True)
             retry_after = exc.retry_after if isinstance(exc, ModelError) else None
-            acc.fail(f"{type(exc).__name__}: {exc}", _classify(exc), retry_after)
+            acc.fail(text, _classify(exc), retry_after)
+        if not acc.usage_reported and (acc.stop_reason is not StopReason.ERROR or acc.has_content):
+            acc.usage = _estimated_usage(request, acc.snapshot())
         cost = pricing.cost(acc.usage) if pricing is not None else None
         message = acc.finish(cost)
         kind = message.error_kind

@@ -102,8 +102,10 @@ class Thinking(_Block, frozen=True, tag="thinking", gc=True):
 class ToolCall(_Block, frozen=True, tag="tool_call", gc=True):
     """A request from the model to run a tool.
 
-    ``arguments`` is the parsed JSON the model sent (normally an object). ``partial_json`` is set
-    only on a call the model never finished (output cut off by the token limit).
+    ``arguments`` is the parsed JSON the model sent (normally an object). ``partial_json`` holds
+    the raw text, with ``arguments`` left empty, when that text is not valid JSON: a call the
+    model never finished (output cut off by the token limit), or one it sent broken. Such a call
+    is never run; it is answered with an error result the model can read.
     """
 
     id: str
@@ -174,7 +176,13 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """Token counts. Adds with ``+`` (and ``+=``), ``extra`` key by key."""
+    """Token counts. Adds with ``+`` (and ``+=``), ``extra`` key by key.
+
+    ``estimated`` marks counts the loop estimated (from the request and the answer, with the
+    default token estimator) because the provider reported none: local servers often do not.
+    A sum is estimated when any of its parts is. A provider that reports no usage says so by
+    leaving ``Done.usage`` unset, never by reporting zeros.
+    """
 
     input: int = 0
     output: int = 0
@@ -182,6 +190,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     cache_write: int = 0
     total: int = 0
     extra: dict[str, int] = msgspec.field(default_factory=dict)
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -193,6 +202,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             cache_write=self.cache_write + other.cache_write,
             total=self.total + other.total,
             extra=_merge(self.extra, other.extra),
+            estimated=self.estimated or other.estimated,
         )
 
     def merge(self, other: Usage) -> Usage:

@@ -132,9 +132,13 @@ def server_name(spec: ServerSpec) -> str:
     if spec.name:
         return spec.name
     if isinstance(spec, StdioServer):
-        scripts = [a for a in spec.args if not a.startswith("-")]
-        base = os.path.basename(scripts[-1] if scripts else spec.command)
-        base = base.rsplit(".", 1)[0] or base
+        args = list(spec.args)
+        if "-m" in args[:-1]:  # python -m package.module
+            base = args[args.index("-m") + 1].rsplit(".", 1)[-1]
+        else:
+            scripts = [a for a in args if not a.startswith("-")]
+            base = os.path.basename(scripts[-1] if scripts else spec.command)
+            base = base.rsplit(".", 1)[0] or base
     else:
         base = urlsplit(spec.url).hostname or spec.url
     return _UNSAFE.sub("_", base) or "mcp"

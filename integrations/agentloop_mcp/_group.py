@@ -77,8 +77,13 @@ class ToolsetGroup:
         if not self._open or self._tg is None:
             raise ToolsetClosed("this ToolsetGroup is not open")
         toolset = McpToolset(spec, on_event=on_event or self._on_event)
-        await self._tg.start(toolset.run, name=f"agentloop_mcp owner of {toolset.name}")
+        # Listed before it connects, so that closing the group stops a connection under way.
         self._toolsets.append(toolset)
+        try:
+            await self._tg.start(toolset.run, name=f"agentloop_mcp owner of {toolset.name}")
+        except BaseException:
+            self._toolsets.remove(toolset)
+            raise
         return toolset
 
     def get_tools(self) -> Sequence[AgentTool]:
@@ -122,9 +127,22 @@ class ToolsetGroup:
             return await self._tg.__aexit__(exc_type, exc_val, exc_tb)
         except BaseExceptionGroup as group:
             # The owners keep their failures; what escapes is the body's, as itself.
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
+            error = _single_exception(group)
+            if error is group:
+                raise
+            raise error from error.__cause__
+
+
+def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real exception of the group (else its first cancellation), or the group."""
+    cancelled = anyio.get_cancelled_exc_class()
+    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+    if not errors:
+        return group.exceptions[0]
+    if len(errors) == 1:
+        error = errors[0]
+        return _single_exception(error) if isinstance(error, BaseExceptionGroup) else error
+    return group
 
 
 def open_group(*, on_event: OnEvent | None = None) -> ToolsetGroup:

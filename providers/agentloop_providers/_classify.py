@@ -11,8 +11,14 @@ The rules, in order:
 3. HTTP 401/403 or an authentication/permission error type → ``auth``.
 4. Content filtering (an error code or wording from a safety system) → ``content_filtered``.
 5. HTTP 5xx and 408, and transport failures (connect, reset, idle timeout, a cut stream) →
-   ``network``.
+   ``network``; except a server error whose body says the *request* was invalid (a validation
+   error, as llama-cpp-python answers a request it cannot parse with HTTP 500): sending it
+   again cannot help, so it is ``other`` and the user reads what the server said.
 6. Everything else → ``other``.
+
+A retry hint (``retry-after-ms``, ``retry-after``, a delay in the body) is kept for every kind
+the loop retries (``throttled`` and ``network``: a 503 with ``Retry-After: 2`` is retried after
+two seconds), and dropped for the others.
 
 Errors sent inside an HTTP 200 stream go through the same rules with their own status (if the
 payload carries one).
@@ -202,7 +208,14 @@ _NETWORK_TYPES = frozenset(
         "timeout",
     }
 )
+# A server error caused by the request itself: the same request fails the same way again.
+_INVALID_REQUEST_RE = re.compile(
+    r"validation errors?\b|requestvalidationerror|invalid[_ ]request|field required|"
+    r"input should be|unprocessable entity|json decode error|could not parse",
+    re.I,
+)
 _RETRY_IN_RE = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b", re.I)
+_RETRIED = frozenset({ErrorKind.THROTTLED, ErrorKind.NETWORK})  # kinds a retry hint applies to
 _MAX_BODY_SHOWN = 500  # of a body that is not a provider's error object
 _MAX_MESSAGE_SHOWN = 4000  # of the message an error object carries
 _MAX_LABEL_SHOWN = 100
@@ -384,6 +397,8 @@ def classify(
         return ErrorKind.AUTH
     if tags & _FILTER_TYPES or _FILTER_RE.search(text):
         return ErrorKind.CONTENT_FILTERED
+    if status is not None and status >= 500 and _INVALID_REQUEST_RE.search(text):
+        return ErrorKind.OTHER  # the server choked on this request: retrying cannot help
     if status is not None and (status >= 500 or status == 408):
         return ErrorKind.NETWORK
     if tags & _NETWORK_TYPES:
@@ -412,7 +427,7 @@ def classify_response(
     return ErrorEvent(
         kind=kind,
         message=_message(provider, status, info, in_stream=False),
-        retry_after=retry_after if kind is ErrorKind.THROTTLED else None,
+        retry_after=retry_after if kind in _RETRIED else None,
     )
 
 
@@ -424,7 +439,7 @@ def classify_payload(
     status = info.status if status is None else status
     hint = parse_retry_after(None, payload)
     kind = classify(status, info, retry_after=hint)
-    retry_after = hint if kind is ErrorKind.THROTTLED else None
+    retry_after = hint if kind in _RETRIED else None
     return ErrorEvent(
         kind=kind,
         message=_message(provider, status, info, in_stream=True),

@@ -29,6 +29,7 @@ from agentloop import (
 
 if TYPE_CHECKING:
     from agentloop import ModelSpec, StreamOptions, ToolResultMessage
+    from agentloop.stream import LlmContext
 
 __all__ = [
     "DEFAULT_THINKING_BUDGETS",
@@ -39,6 +40,7 @@ __all__ = [
     "max_output_tokens",
     "reasoning_effort",
     "thinking_budget",
+    "tool_choice",
     "tool_result_parts",
     "usage",
 ]
@@ -93,6 +95,33 @@ def max_output_tokens(model: ModelSpec, options: StreamOptions, default: int | N
     if model.max_output_tokens is not None:
         return model.max_output_tokens
     return default
+
+
+def tool_choice(options: StreamOptions, context: LlmContext) -> str | None:
+    """``options.tool_choice`` checked against the tools offered: ``None`` (the provider's
+    default, which is ``auto``), ``"auto"``, ``"none"``, ``"required"`` or a tool's name.
+
+    ``auto`` and ``none`` mean nothing without tools and are dropped then (APIs refuse a choice
+    without tools).
+
+    Raises:
+        ValueError: a tool is required, or named, and it is not among the tools offered (the
+            call then ends as an ``other`` error, before anything is sent).
+    """
+    choice = options.tool_choice
+    if choice is None:
+        return None
+    if choice in ("auto", "none"):
+        return choice if context.tools else None
+    names = [t.name for t in context.tools]
+    if not names:
+        raise ValueError(f"tool_choice {choice!r} needs tools, and none is offered")
+    if choice == "required" or choice in names:
+        return choice
+    raise ValueError(
+        f"tool_choice names {choice!r}, which is not among the tools offered "
+        f"({', '.join(names)}); use 'auto', 'none', 'required' or one of those names"
+    )
 
 
 def image_data_url(image: Image) -> str:

@@ -71,17 +71,21 @@ class ProviderPreset(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     ``base_url`` may hold ``{resource}`` (Azure) or ``{region}`` (Bedrock) placeholders;
     ``api_key_env`` names the variable holding the key (optional for Ollama; for Bedrock an
-    API key that replaces SigV4 signing). ``models_from`` names a preset whose model entries
-    this one shares.
+    API key that replaces SigV4 signing); ``key_optional`` says a call may go without one (a
+    local server). ``models_from`` names a preset whose model entries this one shares.
+    ``compat`` holds ``OpenAIChatCompat`` fields for a Chat Completions server that differs
+    from OpenAI's (the field for the output limit, how ``tool_choice`` is sent, ...).
     """
 
     name: str = ""
     api: str
     base_url: str
     api_key_env: str | None = None
+    key_optional: bool = False
     default_model: str
     models: dict[str, ModelInfo] = msgspec.field(default_factory=dict)
     models_from: str | None = None
+    compat: dict[str, Any] | None = None
 
 
 class _Catalog(msgspec.Struct, frozen=True, gc=False):
@@ -191,7 +195,13 @@ def create_provider(provider: str, **kwargs: Any) -> HttpProvider:
         kwargs.setdefault("base_url", preset.base_url)
     if preset.api == "openai_chat":
         kwargs.setdefault("provider_name", provider)
-        kwargs.setdefault("require_api_key", preset.api_key_env is not None)
+        kwargs.setdefault(
+            "require_api_key", preset.api_key_env is not None and not preset.key_optional
+        )
+        if preset.compat:
+            from .openai_chat import OpenAIChatCompat
+
+            kwargs.setdefault("compat", OpenAIChatCompat(**preset.compat))
     if preset.api == "openai_responses":
         kwargs.setdefault("provider_name", provider)
     instance: HttpProvider = cls(**kwargs)

@@ -7,6 +7,14 @@ environment variable, ``ANTHROPIC_API_KEY`` and so on) and the model's ``ModelSp
 catalog (context window, output limit, prices). ``{NAME}_BASE_URL`` (``ANTHROPIC_BASE_URL``,
 ``OPENAI_BASE_URL``, ...; for Ollama also ``OLLAMA_HOST``) points a provider elsewhere: a proxy,
 a gateway, a local server.
+
+Local OpenAI-compatible servers have presets of their own, each with the quirks of its server
+(see ``OpenAIChatCompat``) and no key needed: ``llamacpp`` (llama.cpp's ``llama-server``,
+``LLAMACPP_BASE_URL``, default ``http://127.0.0.1:8080/v1``), ``llamacpp_python``
+(``python -m llama_cpp.server``, ``LLAMACPP_PYTHON_BASE_URL``, port 8000), ``vllm``
+(``VLLM_BASE_URL``, port 8000), ``lmstudio`` (``LMSTUDIO_BASE_URL``, port 1234) and
+``ollama_openai`` (Ollama's ``/v1``, ``OLLAMA_OPENAI_BASE_URL`` or ``OLLAMA_HOST``, port 11434).
+The model id is what the server calls its model (llama.cpp serves one model whatever the id).
 """
 
 from __future__ import annotations
@@ -29,21 +37,28 @@ __all__ = [
     "factory",
     "gemini",
     "groq",
+    "llamacpp",
+    "llamacpp_python",
+    "lmstudio",
     "mistral",
     "ollama",
+    "ollama_openai",
     "openai",
     "openai_responses",
     "openrouter",
+    "vllm",
     "xai",
 ]
 
 
 def _base_url(preset: str) -> str | None:
     url = os.environ.get(f"{preset.upper()}_BASE_URL")
-    if url is None and preset == "ollama":
+    if url is None and preset in ("ollama", "ollama_openai"):
         host = os.environ.get("OLLAMA_HOST")
         if host:
             url = host if "://" in host else f"http://{host}"
+            if preset == "ollama_openai":
+                url = url.rstrip("/") + "/v1"
     return url or None
 
 
@@ -71,3 +86,8 @@ ollama = factory("ollama")
 groq = factory("groq")
 deepseek = factory("deepseek")
 openrouter = factory("openrouter")
+llamacpp = factory("llamacpp")
+llamacpp_python = factory("llamacpp_python")
+vllm = factory("vllm")
+lmstudio = factory("lmstudio")
+ollama_openai = factory("ollama_openai")

@@ -42,7 +42,7 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
-from ._convert import assistant_blocks, max_output_tokens, thinking_budget, usage
+from ._convert import assistant_blocks, max_output_tokens, thinking_budget, tool_choice, usage
 from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
 
@@ -172,6 +172,17 @@ def anthropic_payload(
             for t in context.tools
         ]
     budget = thinking_budget(model)
+    choice = tool_choice(options, context)
+    if choice is not None:
+        if choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        elif choice == "auto" or budget is not None:
+            # Extended thinking allows only auto and none; a forced call falls back to auto.
+            body["tool_choice"] = {"type": "auto"}
+        elif choice == "required":
+            body["tool_choice"] = {"type": "any"}
+        else:
+            body["tool_choice"] = {"type": "tool", "name": choice}
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         # The budget counts against max_tokens, which must leave room for the answer.
@@ -209,8 +220,10 @@ class AnthropicStreamParser:
         self._stop = StopReason.STOP
         self._usage: dict[str, int] = {}
 
-    def _usage_now(self) -> Usage:
+    def _usage_now(self) -> Usage | None:
         u = self._usage
+        if not u:
+            return None  # the stream carried no usage at all
         extra = {
             "thinking_tokens": u.get("thinking_tokens", 0),
             "web_search_requests": u.get("web_search_requests", 0),

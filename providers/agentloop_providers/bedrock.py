@@ -53,6 +53,7 @@ from ._convert import (
     assistant_blocks,
     max_output_tokens,
     thinking_budget,
+    tool_choice,
     tool_result_parts,
     usage as make_usage,
 )
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-    from agentloop import ModelSpec, StreamOptions
+    from agentloop import ModelSpec, StreamOptions, Usage
     from agentloop.stream import AssistantMessageEvent, LlmContext
 
 __all__ = ["BedrockProvider"]
@@ -136,7 +137,7 @@ class BedrockParser:
         self._next = 0
         self._stop: StopReason | None = None
         self._filtered: str | None = None
-        self._usage = make_usage()
+        self._usage: Usage | None = None  # from the metadata frame
 
     def _open(self, bedrock_index: int, kind: str) -> _Block:
         block = _Block(kind, self._next)
@@ -298,7 +299,7 @@ class BedrockParser:
         return [ExtensionBlock(index=i, type_name=f"bedrock.{name}", data=data)]
 
 
-def _usage(raw: dict[str, Any]) -> Any:
+def _usage(raw: dict[str, Any]) -> Usage:
     return make_usage(
         input=int(raw.get("inputTokens") or 0),
         output=int(raw.get("outputTokens") or 0),
@@ -380,6 +381,15 @@ def build_messages(context: LlmContext, model: ModelSpec) -> list[dict[str, Any]
         elif isinstance(message, ToolResultMessage):
             add("user", [_tool_result(message)])
     return out
+
+
+def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    """Whether Converse messages hold tool use or results (which require a ``toolConfig``)."""
+    return any(
+        "toolUse" in block or "toolResult" in block
+        for message in messages
+        for block in message["content"]
+    )
 
 
 class BedrockProvider(HttpProvider):
@@ -465,7 +475,8 @@ class BedrockProvider(HttpProvider):
             config["temperature"] = options.temperature
         if config:
             body["inferenceConfig"] = config
-        if context.tools:
+        choice = tool_choice(options, context)
+        if context.tools and not (choice == "none" and not _has_tool_blocks(body["messages"])):
             body["toolConfig"] = {
                 "tools": [
                     {
@@ -478,6 +489,15 @@ class BedrockProvider(HttpProvider):
                     for t in context.tools
                 ]
             }
+            # Converse has no "none": without tool blocks in the history the tools are left
+            # out above; with them the tools must stay, and the model is not stopped from
+            # calling one. Claude's extended thinking allows no forced call either.
+            if choice == "required" and budget is None:
+                body["toolConfig"]["toolChoice"] = {"any": {}}
+            elif choice not in (None, "auto", "none", "required") and budget is None:
+                body["toolConfig"]["toolChoice"] = {"tool": {"name": choice}}
+            elif choice is not None:
+                body["toolConfig"]["toolChoice"] = {"auto": {}}
         if budget is not None:
             body["additionalModelRequestFields"] = {
                 "thinking": {"type": "enabled", "budget_tokens": budget}

@@ -57,6 +57,7 @@ from ._convert import (
     assistant_blocks,
     max_output_tokens,
     thinking_budget,
+    tool_choice,
     tool_result_parts,
     usage as make_usage,
 )
@@ -181,6 +182,13 @@ def gemini_payload(model: ModelSpec, context: LlmContext, options: StreamOptions
                 ]
             }
         ]
+    choice = tool_choice(options, context)
+    if choice is not None:
+        modes = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+        calling: dict[str, Any] = {"mode": modes.get(choice, "ANY")}
+        if choice not in modes:
+            calling["allowedFunctionNames"] = [choice]
+        body["toolConfig"] = {"functionCallingConfig": calling}
     config: dict[str, Any] = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
@@ -328,7 +336,7 @@ class GeminiParser:
         if self._call is not None:
             out.extend(self._end_call())
         reason = self._finish
-        use = self._usage or make_usage()
+        use = self._usage
         if reason in ("STOP", "FINISH_REASON_UNSPECIFIED"):
             stop = StopReason.TOOL_USE if self._calls else StopReason.STOP
             out.append(Done(stop_reason=stop, usage=use))

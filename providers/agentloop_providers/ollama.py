@@ -37,7 +37,14 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
-from ._convert import BlockIndexer, assistant_blocks, max_output_tokens, tool_result_parts, usage
+from ._convert import (
+    BlockIndexer,
+    assistant_blocks,
+    max_output_tokens,
+    tool_choice,
+    tool_result_parts,
+    usage,
+)
 from ._http import HttpProvider, ProtocolError
 from ._ndjson import NDJSONDecoder
 from ._secrets import excerpt
@@ -116,7 +123,15 @@ def ollama_payload(model: ModelSpec, context: LlmContext, options: StreamOptions
                 entry["images"] = images
             messages.append(entry)
     body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
-    if context.tools:
+    # /api/chat has no tool choice: "none" leaves the tools out, a name offers only that tool,
+    # and "required" cannot be enforced (the model may still answer in text).
+    choice = tool_choice(options, context)
+    tools = context.tools
+    if choice == "none":
+        tools = []
+    elif choice not in (None, "auto", "required"):
+        tools = [t for t in tools if t.name == choice]
+    if tools:
         body["tools"] = [
             {
                 "type": "function",
@@ -126,7 +141,7 @@ def ollama_payload(model: ModelSpec, context: LlmContext, options: StreamOptions
                     "parameters": t.parameters,
                 },
             }
-            for t in context.tools
+            for t in tools
         ]
     level = model.thinking_level
     if level is not ThinkingLevel.OFF:
@@ -202,15 +217,11 @@ class OllamaStreamParser:
             stop = _DONE.get(line.get("done_reason") or "stop", StopReason.STOP)
             if self._calls and stop is StopReason.STOP:
                 stop = StopReason.TOOL_USE
-            out.append(
-                Done(
-                    stop_reason=stop,
-                    usage=usage(
-                        input=line.get("prompt_eval_count") or 0,
-                        output=line.get("eval_count") or 0,
-                    ),
-                )
+            reported = "prompt_eval_count" in line or "eval_count" in line
+            use = usage(
+                input=line.get("prompt_eval_count") or 0, output=line.get("eval_count") or 0
             )
+            out.append(Done(stop_reason=stop, usage=use if reported else None))
         return out
 
     def end(self) -> list[AssistantMessageEvent]:

@@ -48,6 +48,7 @@ from ._convert import (
     image_data_url,
     max_output_tokens,
     reasoning_effort,
+    tool_choice,
     tool_result_parts,
     usage,
 )
@@ -90,6 +91,21 @@ class OpenAIChatCompat:
         reasoning_effort: send ``reasoning_effort`` for a thinking level.
         tool_result_images: where images returned by tools go: a following user message
             (``user_message``) or nowhere (``drop``); tool messages only carry text.
+        tool_choice_none: how ``tool_choice="none"`` is sent: as ``"none"``, or by leaving the
+            tools out of the request (``omit_tools``) for servers that ignore the field.
+        tool_choice_required: how ``tool_choice="required"`` is sent: as ``"required"``; as the
+            named form when exactly one tool is offered (``named_if_single``; with several the
+            field is left out and the model is not forced); or not at all (``omit``: the server
+            cannot force a call).
+        tool_choice_named: how a tool name is sent: OpenAI's ``{"type": "function", ...}``
+            object (``object``), or by offering only that tool and requiring a call
+            (``only_that_tool``, sent as ``tool_choice_required`` says) for servers that do
+            not take the object.
+
+    Which value each local server needs is in its preset (``presets.json``): llama.cpp's
+    ``llama-server`` takes ``"required"`` but ignores the object; ``llama_cpp.server`` (the
+    Python package) takes the object but ignores ``"required"`` and ``"none"``; Ollama's
+    ``/v1`` ignores the field altogether.
     """
 
     max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
@@ -97,6 +113,9 @@ class OpenAIChatCompat:
     stream_usage: bool = True
     reasoning_effort: bool = True
     tool_result_images: Literal["user_message", "drop"] = "user_message"
+    tool_choice_none: Literal["none", "omit_tools"] = "none"
+    tool_choice_required: Literal["required", "named_if_single", "omit"] = "required"
+    tool_choice_named: Literal["object", "only_that_tool"] = "object"
 
 
 # --------------------------------------------------------------------------- request
@@ -126,7 +145,9 @@ def _assistant(message: AssistantMessage, model: ModelSpec) -> dict[str, Any] | 
             calls.append({"id": block.id, "type": "function", "function": function})
     if not texts and not calls:
         return None
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    # "" rather than null for a turn of tool calls only: every known server takes "", and some
+    # (llama-cpp-python's) answer null with HTTP 500.
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
     if calls:
         out["tool_calls"] = calls
     return out
@@ -168,18 +189,7 @@ def openai_chat_payload(
     body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
     if compat.stream_usage:
         body["stream_options"] = {"include_usage": True}
-    if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in context.tools
-        ]
+    _tools(body, context, options, compat)
     if options.temperature is not None:
         body["temperature"] = options.temperature
     max_tokens = max_output_tokens(model, options, None)
@@ -191,6 +201,52 @@ def openai_chat_payload(
     if options.session_id:
         body["user"] = options.session_id
     return body
+
+
+def _tools(
+    body: dict[str, Any], context: LlmContext, options: StreamOptions, compat: OpenAIChatCompat
+) -> None:
+    """Put the tools and the tool choice in ``body``, as the server understands them.
+
+    Raises:
+        ValueError: ``options.tool_choice`` does not fit the tools offered.
+    """
+    choice = tool_choice(options, context)
+    tools = context.tools
+    sent: Any = choice
+    if choice == "none" and compat.tool_choice_none == "omit_tools":
+        tools, sent = [], None
+    elif choice not in (None, "auto", "none", "required"):
+        if compat.tool_choice_named == "only_that_tool":
+            tools = [t for t in tools if t.name == choice]
+            choice = "required"
+        else:
+            sent = {"type": "function", "function": {"name": choice}}
+    if choice == "required":
+        if compat.tool_choice_required == "named_if_single":
+            sent = (
+                {"type": "function", "function": {"name": tools[0].name}}
+                if len(tools) == 1
+                else None
+            )
+        elif compat.tool_choice_required == "omit":
+            sent = None
+        else:
+            sent = "required"
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in tools
+        ]
+        if sent is not None:
+            body["tool_choice"] = sent
 
 
 def _tool_images(images: list[Image]) -> dict[str, Any]:
@@ -262,9 +318,16 @@ class OpenAIChatStreamParser:
         return out
 
     def end(self) -> list[AssistantMessageEvent]:
-        """See ``StreamParser.end``."""
-        # Some compatible servers omit [DONE]; a finish_reason is enough to call it complete.
-        return self._done() if self._finish is not None and not self._ended else []
+        """See ``StreamParser.end``.
+
+        A stream is complete at ``[DONE]``. Some servers omit it; their stream is complete at
+        its end only when both the finish reason and the usage came, since the usage chunk
+        follows the finish reason (and, at OpenRouter, an error may follow it too): a stream
+        cut between the two is a cut stream.
+        """
+        if self._finish is not None and self._usage is not None and not self._ended:
+            return self._done()
+        return []
 
     def _append(self, kind: str, text: str) -> list[AssistantMessageEvent]:
         index, new = self._blocks.get(kind)
@@ -330,7 +393,7 @@ class OpenAIChatStreamParser:
         stop = _FINISH.get(finish, StopReason.STOP)
         if self._calls and stop is StopReason.STOP:
             stop = StopReason.TOOL_USE  # servers that say "stop" after calling tools
-        out.append(Done(stop_reason=stop, usage=self._usage or usage()))
+        out.append(Done(stop_reason=stop, usage=self._usage))
         return out
 
 

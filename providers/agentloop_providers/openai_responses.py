@@ -54,6 +54,7 @@ from ._convert import (
     image_data_url,
     max_output_tokens,
     reasoning_effort,
+    tool_choice,
     tool_result_parts,
     usage,
 )
@@ -167,6 +168,10 @@ def responses_payload(
             }
             for t in context.tools
         ]
+    choice = tool_choice(options, context)
+    if choice is not None:
+        named = choice not in ("auto", "none", "required")
+        body["tool_choice"] = {"type": "function", "name": choice} if named else choice
     if options.temperature is not None:
         body["temperature"] = options.temperature
     limit = max_output_tokens(model, options, None)
@@ -330,7 +335,7 @@ class OpenAIResponsesParser:
 
     def _finish(self, response: dict[str, Any]) -> list[AssistantMessageEvent]:
         events = self._close_all()
-        use = _usage(response.get("usage")) or self._usage or usage()
+        use = _usage(response.get("usage")) or self._usage
         if response.get("status") == "incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason", "")
             if reason == "content_filter":

@@ -79,12 +79,6 @@ async def test_malformed_streams_end_as_typed_errors() -> None:
     cases: list[list[al.stream.AssistantMessageEvent]] = [
         [al.stream.TextDelta(index=0, delta="x"), al.stream.Done()],
         [al.stream.TextStart(index=0), al.stream.TextDelta(index=0, delta="never ends")],
-        [
-            al.stream.ToolCallStart(index=0, id="c", name="echo"),
-            al.stream.ToolCallDelta(index=0, delta='{"text": '),
-            al.stream.ToolCallEnd(index=0),
-            al.stream.Done(stop_reason=al.StopReason.TOOL_USE),
-        ],
     ]
     for events in cases:
         rec = Recorder()
@@ -98,6 +92,30 @@ async def test_malformed_streams_end_as_typed_errors() -> None:
         assert "malformed provider stream" in (result.error or "")
         assert isinstance(rec.events[-1], al.AgentEnd)
         assert paired(result.messages)
+
+
+async def test_a_tool_call_with_broken_json_is_answered_and_the_run_goes_on() -> None:
+    broken: list[al.stream.AssistantMessageEvent] = [
+        al.stream.ToolCallStart(index=0, id="c", name="echo"),
+        al.stream.ToolCallDelta(index=0, delta='{"text": '),
+        al.stream.ToolCallEnd(index=0),
+        al.stream.Done(stop_reason=al.StopReason.TOOL_USE),
+    ]
+    stream = ScriptedStream([broken, reply_text("sorry, fixed")])
+    result = await al.loop.run_loop(
+        prompt(),
+        al.loop.AgentContext(),
+        config(stream, tools=[echo], retry_strategy=al.retry.NoRetry()),
+    )
+    assert result.stop_reason is al.StopReason.STOP
+    assert result.text == "sorry, fixed"
+    results = [m for m in result.messages if isinstance(m, al.ToolResultMessage)]
+    assert len(results) == 1 and results[0].is_error
+    assert "arguments are not valid JSON" in results[0].text
+    assert '{"text": ' in results[0].text  # what the model sent, so it can correct itself
+    # The model saw the error result on its next call.
+    assert stream.calls[1].context.messages[-1] == results[0]
+    assert paired(result.messages)
 
 
 async def test_overflow_is_recovered_once_per_turn() -> None:

@@ -47,6 +47,7 @@ async def test_an_agent_calls_text_image_structured_error_and_progress_tools(spe
                 ("t_picture", {}),
                 ("t_fail", {"message": "no such file"}),
                 ("t_count", {"steps": 3}),
+                ("t_add", {"a": "two", "b": 3}),
             ),
             reply_text("done"),
         ]
@@ -58,46 +59,10 @@ async def test_an_agent_calls_text_image_structured_error_and_progress_tools(spe
         result = await agent.prompt("use the tools")
     assert result.stop_reason is al.StopReason.STOP
     assert result.text == "done"
-    calls = [c for c in model.calls[1].context.messages if isinstance(c, al.AssistantMessage)]
-    ids = {call.name: call.id for call in calls[0].content if isinstance(call, al.ToolCall)}
-    results = results_by_call(result.messages)
 
-    echo = results[ids["t_echo"]]
-    assert (echo.is_error, echo.content) == (False, [al.Text(text="hello")])
-    assert echo.details == {
-        "server": "tools",
-        "tool": "echo",
-        "structured_content": {"result": "hello"},
-    }
-
-    added = results[ids["t_add"]]
-    assert added.content == [al.Text(text="5")]
-    assert added.details["structured_content"] == {"result": 5}
-
-    picture = results[ids["t_picture"]]
-    assert picture.content == [al.Image(media_type="image/png", data=PNG_B64)]
-
-    failed = results[ids["t_fail"]]
-    assert failed.is_error
-    assert "no such file" in al.extract_text(failed.content)
-
-    counted = results[ids["t_count"]]
-    assert counted.content == [al.Text(text="counted to 3")]
-    updates = [
-        e for e in events if isinstance(e, al.ToolExecutionUpdate) and e.call_id == ids["t_count"]
-    ]
-    assert [text(u.update) for u in updates] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
-    assert [u.update.details["progress"] for u in updates] == [1, 2, 3]
-    assert {u.update.details["total"] for u in updates} == {3}
-
-
-async def test_tool_definitions_reach_the_model_as_the_server_wrote_them(spec: Any) -> None:
-    model = ScriptedStream([reply_text("ok")])
-    async with mcp.open_toolset(spec()) as toolset:
-        agent = al.Agent(model=MODEL, stream_fn=model, toolsets=[toolset])
-        await agent.prompt("hi")
+    # The definitions reach the model as the server wrote them.
     offered = {t.name: t for t in model.calls[0].context.tools}
-    assert offered["add"].parameters == {
+    assert offered["t_add"].parameters == {
         "type": "object",
         "properties": {
             "a": {"title": "A", "type": "integer"},
@@ -106,15 +71,35 @@ async def test_tool_definitions_reach_the_model_as_the_server_wrote_them(spec: A
         "required": ["a", "b"],
         "title": "addArguments",
     }
-    assert offered["add"].description == "Add two integers."
+    assert offered["t_add"].description == "Add two integers."
 
+    (asked,) = [m for m in model.calls[1].context.messages if isinstance(m, al.AssistantMessage)]
+    ids = [call.id for call in asked.content if isinstance(call, al.ToolCall)]
+    results = results_by_call(result.messages)
+    echo, added, picture, failed, counted, invalid = (results[i] for i in ids)
 
-async def test_invalid_arguments_are_caught_before_the_server_sees_them() -> None:
-    model = ScriptedStream([reply_tool_calls(("add", {"a": "two", "b": 3})), reply_text("ok")])
-    async with mcp.open_toolset(stdio_spec()) as toolset:
-        agent = al.Agent(model=MODEL, stream_fn=model, toolsets=[toolset])
-        result = await agent.prompt("add")
-    (only,) = [m for m in result.messages if isinstance(m, al.ToolResultMessage)]
-    assert only.is_error
-    assert al.extract_text(only.content).startswith("invalid arguments for tool 'add'")
-    assert "must be integer" in al.extract_text(only.content)
+    assert (echo.is_error, echo.content) == (False, [al.Text(text="hello")])
+    assert echo.details == {
+        "server": "tools",
+        "tool": "echo",
+        "structured_content": {"result": "hello"},
+    }
+
+    assert added.content == [al.Text(text="5")]
+    assert added.details["structured_content"] == {"result": 5}
+
+    assert picture.content == [al.Image(media_type="image/png", data=PNG_B64)]
+
+    assert failed.is_error
+    assert "no such file" in al.extract_text(failed.content)
+
+    assert counted.content == [al.Text(text="counted to 3")]
+    updates = [e for e in events if isinstance(e, al.ToolExecutionUpdate) and e.call_id == ids[4]]
+    assert [text(u.update) for u in updates] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert [u.update.details["progress"] for u in updates] == [1, 2, 3]
+    assert {u.update.details["total"] for u in updates} == {3}
+
+    # Checked against the server's schema before anything was sent.
+    assert invalid.is_error
+    assert al.extract_text(invalid.content).startswith("invalid arguments for tool 't_add'")
+    assert "must be integer" in al.extract_text(invalid.content)

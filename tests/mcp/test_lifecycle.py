@@ -9,6 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import pytest
 
 import agentloop as al
@@ -180,7 +181,70 @@ async def test_a_closed_group_refuses_to_connect() -> None:
         await group.connect(stdio_spec())
 
 
+async def test_an_error_in_the_block_comes_out_as_itself() -> None:
+    with pytest.raises(KeyError, match="mine") as caught:
+        async with mcp.open_group():
+            raise KeyError("mine")
+    assert type(caught.value) is KeyError
+
+
 def msgspec_replace(spec: mcp.StdioServer, **changes: object) -> mcp.StdioServer:
     import msgspec
 
     return msgspec.structs.replace(spec, **changes)
+
+
+async def test_closing_the_group_stops_a_connection_another_task_is_making() -> None:
+    # The server tells a socket of ours that it runs, then never answers MCP.
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listeners:
+        (listener,) = listeners.listeners
+        assert isinstance(listener, anyio.abc.SocketListener)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        script = textwrap.dedent(
+            f"""
+            import os, socket, sys
+            socket.create_connection(("127.0.0.1", {port})).sendall(str(os.getpid()).encode())
+            sys.stdin.read()
+            """
+        )
+        spec = mcp.StdioServer(name="slow", command=sys.executable, args=["-c", script])
+        failures: list[BaseException] = []
+
+        async def task_a(group: mcp.ToolsetGroup) -> None:
+            try:
+                await group.connect(spec)
+            except mcp.ConnectFailed as exc:
+                failures.append(exc)
+
+        with anyio.fail_after(STOP_BOUND):
+            async with anyio.create_task_group() as outside:
+                async with mcp.open_group() as group:
+                    outside.start_soon(task_a, group)
+                    async with await listener.accept() as connection:
+                        pid = int(await connection.receive())
+                    # Leaving the block while task A is still connecting.
+        assert [str(f) for f in failures] == [
+            "could not connect to MCP server 'slow': closed while connecting"
+        ]
+        assert not is_running(pid)
+
+
+async def test_connect_timeout_over_http_to_a_server_that_never_answers() -> None:
+    async def silent(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()  # the request arrives; no answer ever leaves
+            await anyio.sleep_forever()
+
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listeners,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(listeners.serve, silent)
+        port = listeners.listeners[0].extra(anyio.abc.SocketAttribute.local_port)
+        spec = mcp.HttpServer(name="mute", url=f"http://127.0.0.1:{port}/mcp", connect_timeout=0.5)
+        started = anyio.current_time()
+        with pytest.raises(mcp.ConnectFailed, match=r"'mute': timed out after 0.5 s"):
+            async with mcp.open_toolset(spec):
+                pass  # pragma: no cover
+        assert anyio.current_time() - started < 0.5 + STOP_BOUND
+        tg.cancel_scope.cancel()

@@ -170,6 +170,7 @@ def test_restart_delays_grow_to_the_cap() -> None:
 def test_server_names_default_to_the_script_or_the_host() -> None:
     assert server_name(mcp.StdioServer(command="python", args=["-u", "/srv/files.py"])) == "files"
     assert server_name(mcp.StdioServer(command="/usr/bin/git-mcp")) == "git-mcp"
+    assert server_name(mcp.StdioServer(command="python", args=["-m", "pkg.weather"])) == "weather"
     assert server_name(mcp.HttpServer(url="https://tools.example.com/mcp")) == ("tools.example.com")
     assert server_name(mcp.StdioServer(name="mine", command="x")) == "mine"
 

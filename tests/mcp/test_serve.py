@@ -49,8 +49,11 @@ def spec(request: pytest.FixtureRequest) -> mcp.ServerSpec:
     return mcp.HttpServer(name="al", url=request.getfixturevalue("http_url"))
 
 
-async def test_served_tools_keep_their_definitions(spec: mcp.ServerSpec) -> None:
+async def test_served_tools_keep_their_definitions_results_progress_errors_and_approval(
+    spec: mcp.ServerSpec,
+) -> None:
     async with mcp.open_toolset(spec) as toolset:
+        # The tools keep their definitions.
         tools = {t.name: t for t in toolset.get_tools()}
         assert list(tools) == ["add", "steps", "threaded_steps", "broken", "delete", "picture"]
         assert tools["add"].read_only and not tools["steps"].read_only
@@ -61,11 +64,6 @@ async def test_served_tools_keep_their_definitions(spec: mcp.ServerSpec) -> None
         }
         assert tools["picture"].label == "Picture"
 
-
-async def test_served_tools_run_with_results_progress_errors_and_approval(
-    spec: mcp.ServerSpec,
-) -> None:
-    async with mcp.open_toolset(spec) as toolset:
         added = await call(toolset, "add", a=2, b=3)
         assert (text(added), added.details["structured_content"]) == ("5", {"result": 5})
 

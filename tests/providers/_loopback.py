@@ -20,7 +20,7 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
 __all__ = ["LoopbackServer", "RecordedRequest", "Reply", "serve"]
 
@@ -49,8 +49,13 @@ class RecordedRequest:
 
 
 class LoopbackServer:
-    def __init__(self, replies: list[Reply]) -> None:
+    """Answers each connection with the next reply, or with ``choose(request)`` when given."""
+
+    def __init__(
+        self, replies: list[Reply], choose: Callable[[RecordedRequest], Reply] | None = None
+    ) -> None:
         self.replies = list(replies)
+        self.choose = choose
         self.requests: list[RecordedRequest] = []
         self.gate = anyio.Event()
         self.disconnected = anyio.Event()
@@ -68,6 +73,8 @@ class LoopbackServer:
             if request is None:
                 return
             self.requests.append(request)
+            if self.choose is not None:
+                self.replies.insert(0, self.choose(request))
             if not self.replies:
                 await _send_plain(stream, 500, b'{"error":{"message":"no scripted reply"}}')
                 return
@@ -175,9 +182,11 @@ async def _send_plain(
 
 
 @asynccontextmanager
-async def serve(replies: list[Reply]) -> AsyncIterator[LoopbackServer]:
+async def serve(
+    replies: list[Reply], choose: Callable[[RecordedRequest], Reply] | None = None
+) -> AsyncIterator[LoopbackServer]:
     """Run a ``LoopbackServer`` for ``replies`` inside the caller's task structure."""
-    server = LoopbackServer(replies)
+    server = LoopbackServer(replies, choose)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     server.port = listener.extra(SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tg:

@@ -111,7 +111,7 @@ GEMINI_429 = {
         (500, {"error": {"message": "internal"}}, {}, ErrorKind.NETWORK, None),
         (502, b"<html>Bad gateway</html>", {}, ErrorKind.NETWORK, None),
         (503, b"", {}, ErrorKind.NETWORK, None),
-        (504, b"", {"retry-after": "3"}, ErrorKind.NETWORK, None),
+        (504, b"", {"retry-after": "3"}, ErrorKind.NETWORK, 3.0),  # honoured for 5xx too
         (408, b"", {}, ErrorKind.NETWORK, None),
         (
             401,

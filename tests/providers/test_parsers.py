@@ -225,10 +225,20 @@ def test_openai_reasoning_content_then_text_and_cached_usage() -> None:
     )
 
 
-def test_openai_missing_done_after_finish_is_tolerated() -> None:
-    message = run_openai(chunk({"content": "ok"}), chunk({}, "stop"), done=False)
+def test_openai_missing_done_after_finish_and_usage_is_tolerated() -> None:
+    usage = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    message = run_openai(chunk({"content": "ok"}), chunk({}, "stop"), usage, done=False)
     assert message.stop_reason is StopReason.STOP
     assert message.text == "ok"
+    assert message.usage.input == 3
+
+
+def test_openai_a_stream_cut_after_the_finish_reason_before_usage_is_a_cut_stream() -> None:
+    # The usage chunk (or, at OpenRouter, an error) follows the finish reason: ending there
+    # means the rest was lost.
+    message = run_openai(chunk({"content": "ok"}), chunk({}, "stop"), done=False)
+    assert message.stop_reason is StopReason.ERROR
+    assert message.error_kind is ErrorKind.NETWORK
 
 
 def test_openai_done_without_finish_reason_is_a_cut_stream() -> None:

@@ -392,7 +392,8 @@ async def test_the_request_on_the_wire(
         return httpx.Response(500)
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
-        # Test seam: route the provider to the mock, as a client given from outside.
+        # Test seam: route the provider's own client to the mock (a given client is not
+        # replaced on another event loop).
         provider._client, provider._owns_client = client, False
         model = ModelSpec(provider="p", model_id="m")
         await collect(provider, model, every_block_context("p"), OPTIONS)

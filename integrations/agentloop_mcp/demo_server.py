@@ -1,4 +1,7 @@
-"""A tiny MCP server for the docs: run it with ``python docs/examples/weather_server.py``."""
+"""A tiny MCP server, for the docs and for trying the integration: weather forecasts.
+
+Run it with ``python -m agentloop_mcp.demo_server`` (it speaks MCP over stdin and stdout).
+"""
 
 from mcp.server import MCPServer
 from mcp.types import ToolAnnotations

@@ -1,0 +1,164 @@
+"""``agentloop run``: one prompt, headless, the answer streamed to standard output.
+
+Exit codes (``EXIT_CODES``): 0 the run completed; 1 it failed (a model or tool loop error);
+2 bad usage or configuration; 3 a policy stopped it (the turn limit, say); 130 or 143
+interrupted by ``SIGINT`` or ``SIGTERM`` — the run is aborted first, so every command it
+started is killed and the session keeps a well-paired history.
+
+With ``--json`` every event goes to standard output as one JSON line (``agentloop.encode``;
+read back with ``agentloop.decode(line, agentloop.AgentEvent)``) and nothing else does.
+
+Approval: calls that need it (see ``CodingSession``) are asked about on the terminal when
+standard input and standard error are both terminals; otherwise they are refused with a reason
+the model reads, unless the mode is ``bypassed`` or the tool is trusted (``--trust bash``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import anyio.to_thread
+
+import agentloop
+from agentloop import StopReason
+from agentloop_policies import ALWAYS_ALLOW
+
+from ._render import TextRenderer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agentloop import AgentTool, ToolCall
+    from agentloop_policies import ApprovalAnswer
+
+    from ._session import CodingSession
+
+__all__ = ["EXIT_CODES", "exit_code", "run_prompt", "terminal_ask"]
+
+EXIT_CODES = {
+    "completed": 0,
+    "failed": 1,
+    "usage": 2,
+    "stopped": 3,
+    "SIGINT": 128 + signal.SIGINT,
+    "SIGTERM": 128 + signal.SIGTERM,
+}
+
+
+def exit_code(result: agentloop.AgentResult[Any], interrupted: int | None) -> int:
+    """The exit status of a run that ended with ``result``."""
+    if interrupted is not None:
+        return 128 + interrupted
+    if result.stop_reason is StopReason.ERROR or result.stop_reason is StopReason.ABORTED:
+        return EXIT_CODES["failed"]
+    if result.stopped_by:
+        return EXIT_CODES["stopped"]
+    return EXIT_CODES["completed"]
+
+
+def terminal_ask(session: CodingSession, stdin: TextIO, stderr: TextIO) -> Any:
+    """An ``ask`` that asks on the terminal: yes, no, or always (for this session)."""
+
+    def question(call: ToolCall) -> str:
+        tool = session.tool(call.name)
+        title = tool.title(call.arguments) if tool is not None else call.name
+        stderr.write(f"Allow {title}? [y]es / [n]o / [a]lways for {call.name}: ")
+        stderr.flush()
+        return stdin.readline().strip().lower()
+
+    async def ask(call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
+        answer = await anyio.to_thread.run_sync(question, call, abandon_on_cancel=True)
+        if answer in ("a", "always"):
+            return ALWAYS_ALLOW
+        return answer in ("y", "yes")
+
+    return ask
+
+
+class _Writer:
+    """Writes to the terminal or a pipe; ``closed`` once the reader of standard output left."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.closed = False
+
+    def write(self, pieces: Sequence[tuple[str, str]]) -> None:
+        try:
+            for where, text in pieces:
+                stream = self.stdout if where == "out" else self.stderr
+                stream.write(text)
+            if pieces:
+                self.stdout.flush()
+                self.stderr.flush()
+        except BrokenPipeError:
+            self.closed = True
+
+    def json(self, event: agentloop.AgentEvent) -> None:
+        try:
+            self.stdout.buffer.write(agentloop.encode(event) + b"\n")
+            self.stdout.buffer.flush()
+        except BrokenPipeError:
+            self.closed = True
+
+
+async def _watch_signals(session: CodingSession, interrupted: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if not interrupted:
+                interrupted.append(int(signum))
+            session.agent.abort()
+
+
+async def run_prompt(
+    session: CodingSession,
+    prompt: str,
+    *,
+    json_lines: bool = False,
+    verbose: bool = False,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    handle_signals: bool = True,
+) -> int:
+    """Run ``prompt`` in ``session``, writing as the module docs say; returns the exit code."""
+    writer = _Writer(stdout or sys.stdout, stderr or sys.stderr)
+
+    def title(name: str, arguments: Any) -> str:
+        tool = session.tool(name)
+        return tool.title(arguments) if tool is not None else name
+
+    renderer = TextRenderer(title, verbose=verbose)
+    interrupted: list[int] = []
+    try:
+        async with anyio.create_task_group() as tg:
+            if handle_signals:
+                tg.start_soon(_watch_signals, session, interrupted)
+            async with session.agent.stream(prompt) as events:
+                async for event in events:
+                    if json_lines:
+                        writer.json(event)
+                    else:
+                        writer.write(renderer.feed(event))
+                    if writer.closed:
+                        break  # nobody reads the answer any more: leaving ends the run
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The task group is ours, an internal detail: a failure comes out as itself.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    if writer.closed:
+        return EXIT_CODES["failed"]
+    result = events.result
+    if not json_lines:
+        writer.write(renderer.finish())
+        if result.error and result.error not in renderer.errors:
+            writer.write([("err", f"error: {result.error}\n")])
+        if result.stopped_by:
+            writer.write([("err", f"stopped: {result.stopped_by}\n")])
+        if result.stop_reason is StopReason.ABORTED:
+            writer.write([("err", "aborted\n")])
+    return exit_code(result, interrupted[0] if interrupted else None)

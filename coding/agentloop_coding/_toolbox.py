@@ -1,0 +1,69 @@
+"""The set of built-in tools, made for one workspace."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._bash import Bash
+from ._config import BashSettings
+from ._edit import EditFile, WriteFile
+from ._read import ListDir, ReadFile
+from ._search import Glob, Grep
+from ._workspace import Workspace
+
+if TYPE_CHECKING:
+    import os
+    from typing import Literal
+
+    from agentloop_policies import Sandbox
+
+    from ._base import CodingTool
+
+__all__ = ["coding_tools"]
+
+
+def coding_tools(
+    workspace: Workspace | str | os.PathLike[str],
+    *,
+    sandbox: Sandbox | None = None,
+    bash: BashSettings | None = None,
+    grep: Literal["auto", "rg", "python"] = "auto",
+    shell: bool = True,
+) -> list[CodingTool]:
+    """The built-in tools working in ``workspace``: read_file, list_dir, glob, grep (read-only)
+    and write_file, edit_file, bash.
+
+    Args:
+        workspace: a ``Workspace``, or its root directory.
+        sandbox: with a directory for ``workspace``, the sandbox its paths must pass.
+        bash: how ``bash`` runs commands.
+        grep: ``grep``'s search program: ``"auto"`` (ripgrep when installed), ``"rg"``,
+            ``"python"``.
+        shell: include ``bash``.
+
+    Raises:
+        ValueError: the workspace root is not a directory.
+    """
+    if not isinstance(workspace, Workspace):
+        workspace = Workspace(workspace, sandbox=sandbox)
+    settings = bash or BashSettings()
+    tools: list[CodingTool] = [
+        ReadFile(workspace),
+        ListDir(workspace),
+        Glob(workspace),
+        Grep(workspace, backend=grep),
+        WriteFile(workspace),
+        EditFile(workspace),
+    ]
+    if shell:
+        tools.append(
+            Bash(
+                workspace,
+                timeout=settings.timeout,
+                max_timeout=settings.max_timeout,
+                max_output=settings.max_output,
+                env_allow=settings.env_allow,
+                env=settings.env,
+            )
+        )
+    return tools

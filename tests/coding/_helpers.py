@@ -1,0 +1,50 @@
+"""Calling the built-in tools as the loop would: arguments validated first, then executed."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from agentloop import AgentToolResult, ToolArgumentError, extract_text
+
+if TYPE_CHECKING:
+    from agentloop_coding import CodingTool
+
+__all__ = ["alive", "call", "text_of"]
+
+
+async def call(
+    tool: CodingTool, updates: list[str] | None = None, **arguments: Any
+) -> AgentToolResult:
+    """Validate ``arguments`` against the tool's schema and run it (an invalid one is an error
+    result, as in the loop)."""
+    try:
+        validated = tool.validate_arguments(arguments)
+    except ToolArgumentError as exc:
+        return AgentToolResult.error(f"invalid arguments: {exc}")
+
+    def on_update(update: AgentToolResult | str) -> None:
+        if updates is not None:
+            updates.append(update if isinstance(update, str) else extract_text(update.content))
+
+    return await tool.execute("call_1", validated, on_update)
+
+
+def text_of(result: AgentToolResult) -> str:
+    return extract_text(result.content)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (dead but not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            state = file.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state not in ("Z", "X")

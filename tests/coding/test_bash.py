@@ -1,0 +1,184 @@
+"""The bash tool with real subprocesses: output, exit codes, caps, the environment allow-list,
+and no orphan process whichever way a command ends (finished, timed out, cancelled, aborted)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+
+import agentloop as al
+from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+from agentloop_coding import Bash, Workspace, coding_tools
+
+from ._helpers import alive, call, text_of
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.anyio
+
+# The leader, a child, a child shell and its own child (a grandchild): each prints its PID.
+SPAWN = (
+    'echo "pid $$"; sleep 30 & echo "pid $!"; '
+    'bash -c \'echo "pid $$"; sleep 30 & echo "pid $!"; wait\' & wait'
+)
+
+
+def pids_in(text: str) -> list[int]:
+    return [int(p) for p in re.findall(r"pid (\d+)", text)]
+
+
+async def wait_gone(pid: int) -> None:
+    """Return once process ``pid`` has exited (a pidfd becomes readable), within 5 seconds."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(5):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+    assert not alive(pid)
+
+
+@pytest.fixture
+def space(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+async def test_output_and_exit_code(space: Workspace) -> None:
+    ok = await call(Bash(space), command="echo hello; echo oops >&2")
+    assert not ok.is_error
+    assert text_of(ok) == "hello\noops\n[exit code 0]"
+    assert ok.details["exit_code"] == 0 and ok.details["timed_out"] is False
+    failed = await call(Bash(space), command="echo nope; exit 3")
+    assert failed.is_error and text_of(failed) == "nope\n[exit code 3]"
+    silent = await call(Bash(space), command="true")
+    assert text_of(silent) == "(no output)\n[exit code 0]"
+
+
+async def test_runs_in_the_workspace_or_the_given_directory(
+    space: Workspace, tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    root = await call(Bash(space), command="pwd")
+    assert text_of(root).splitlines()[0] == str(tmp_path)
+    sub = await call(Bash(space), command="pwd", cwd="sub")
+    assert text_of(sub).splitlines()[0] == str(tmp_path / "sub")
+    missing = await call(Bash(space), command="pwd", cwd="nope")
+    assert missing.is_error and "not a directory" in text_of(missing)
+    empty = await call(Bash(space), command="   ")
+    assert empty.is_error
+
+
+async def test_only_allowed_variables_reach_the_command(
+    space: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-must-not-leak")
+    monkeypatch.setenv("LC_TESTING", "kept")
+    tool = Bash(space, env={"EXTRA": "given"})
+    result = await call(tool, command='echo "[$ANTHROPIC_API_KEY] [$LC_TESTING] [$EXTRA] [$HOME]"')
+    assert text_of(result).splitlines()[0] == f"[] [kept] [given] [{os.environ['HOME']}]"
+    allowed = Bash(space, env_allow=["ANTHROPIC_API_KEY"])
+    opened = await call(allowed, command='echo "$ANTHROPIC_API_KEY"; echo "[$HOME]"')
+    assert text_of(opened).splitlines()[:2] == ["sk-must-not-leak", "[]"]
+
+
+async def test_output_is_capped_keeping_head_and_tail(space: Workspace) -> None:
+    tool = Bash(space, max_output=1000)
+    result = await call(tool, command="echo START; yes line | head -n 20000; echo END")
+    text = text_of(result)
+    assert text.startswith("START\n") and text.endswith("END\n[exit code 0]")
+    assert "bytes of output omitted" in text
+    assert result.details["omitted_bytes"] == 6 + 20000 * 5 + 4 - 1000
+    assert len(text) < 1200
+
+
+async def test_output_streams_as_updates(space: Workspace) -> None:
+    updates: list[str] = []
+    result = await call(Bash(space), updates, command="echo one; echo two")
+    assert "".join(updates) == "one\ntwo\n"
+    assert not result.is_error
+
+
+async def test_background_jobs_do_not_outlive_the_command(space: Workspace) -> None:
+    with anyio.fail_after(20):  # the command must not wait for its 30-second children
+        result = await call(Bash(space), command=SPAWN.replace("& wait", "& true"))
+    pids = pids_in(text_of(result))
+    assert len(pids) >= 2
+    for pid in pids:
+        await wait_gone(pid)
+
+
+async def test_a_timeout_kills_the_whole_process_group(space: Workspace) -> None:
+    result = await call(Bash(space), command=SPAWN, timeout=1)
+    assert result.is_error and result.details["timed_out"] is True
+    assert "timed out after 1 s" in text_of(result)
+    pids = pids_in(text_of(result))
+    assert len(pids) == 4  # the leader, a child, a child shell, a grandchild
+    assert pids[0] == result.details["pid"]
+    for pid in pids:
+        await wait_gone(pid)
+
+
+async def test_cancellation_kills_the_whole_process_group(space: Workspace) -> None:
+    seen: list[str] = []
+    started = anyio.Event()
+
+    def on_update(update: Any) -> None:
+        seen.append(update)
+        if len(pids_in("".join(seen))) == 4:
+            started.set()
+
+    tool = Bash(space)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tool.execute, "call_1", {"command": SPAWN}, on_update)
+            await started.wait()
+            pids = pids_in("".join(seen))
+            assert all(alive(pid) for pid in pids)
+            tg.cancel_scope.cancel()
+    for pid in pids:
+        await wait_gone(pid)
+
+
+async def test_aborting_an_agent_mid_command_leaves_no_process(tmp_path: Path) -> None:
+    seen: list[str] = []
+    model = ScriptedStream([reply_tool_calls(("bash", {"command": SPAWN})), reply_text("never")])
+    agent = al.Agent(
+        model=al.ModelSpec(provider="scripted", model_id="m"),
+        stream_fn=model,
+        tools=coding_tools(tmp_path),
+    )
+
+    def watch(event: al.AgentEvent) -> None:
+        if isinstance(event, al.ToolExecutionUpdate):
+            seen.append(text_of(event.update))
+            if len(pids_in("".join(seen))) == 4:
+                agent.abort()
+
+    agent.subscribe(watch)
+    with anyio.fail_after(20):
+        result = await agent.prompt("run it")
+    assert result.stop_reason == al.StopReason.ABORTED
+    pids = pids_in("".join(seen))
+    assert len(pids) == 4
+    for pid in pids:
+        await wait_gone(pid)
+
+
+async def test_a_missing_shell_is_an_error_result(space: Workspace) -> None:
+    tool = Bash(space, shell="/nonexistent/shell")
+    result = await call(tool, command="echo hi")
+    assert result.is_error and "no such file" in text_of(result)
+
+
+async def test_timeouts_are_bounded_by_the_schema(space: Workspace) -> None:
+    tool = Bash(space, max_timeout=5)
+    result = await call(tool, command="true", timeout=60)
+    assert result.is_error and "invalid arguments" in text_of(result)

@@ -1,0 +1,80 @@
+"""The package's public surface, its size, and what it may import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import agentloop_coding
+
+PACKAGE = Path(agentloop_coding.__file__).parent
+# The core, the providers and the policies, and third-party libraries: nothing else of ours.
+OURS_ALLOWED = {"agentloop", "agentloop_providers", "agentloop_policies"}
+THIRD_PARTY = {"anyio", "msgspec", "acp", "keyring"}
+ALLOWED = set(sys.stdlib_module_names) | OURS_ALLOWED | THIRD_PARTY
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff's RUF022 order, as in agentloop's own __all__: constants, classes, the rest.
+    if name.isupper():
+        return (0, name)
+    if name[:1].isupper():
+        return (1, name)
+    return (2, name)
+
+
+def _imports(module: Path) -> list[str]:
+    roots: list[str] = []
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.Import):
+            roots.extend(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.append(node.module.split(".")[0])
+    return roots
+
+
+def test_all_is_sorted_and_complete() -> None:
+    exported = agentloop_coding.__all__
+    assert exported == sorted(exported, key=_isort_key)
+    public = {
+        name
+        for name in vars(agentloop_coding)
+        if not name.startswith("_") and not isinstance(getattr(agentloop_coding, name), type(sys))
+    }
+    assert public == set(exported)
+
+
+def test_imports_only_the_core_providers_policies_and_third_party_libraries() -> None:
+    for module in PACKAGE.glob("*.py"):
+        for root in _imports(module):
+            assert root in ALLOWED, f"{module.name} imports {root}"
+            assert root != "asyncio", f"{module.name} imports asyncio"
+            assert root != "trio", f"{module.name} imports trio"
+
+
+def test_only_the_acp_modules_import_the_protocol_package() -> None:
+    users = {m.name for m in PACKAGE.glob("*.py") if "acp" in _imports(m)}
+    assert users == {"_acp.py", "_acp_updates.py"}
+
+
+def test_the_grep_program_needs_only_the_standard_library() -> None:
+    # It runs as ``python -E -s _scan.py``: no site-packages, no package around it.
+    assert set(_imports(PACKAGE / "_scan.py")) <= set(sys.stdlib_module_names)
+
+
+def test_importing_it_loads_no_protocol_package_httpx_or_trio() -> None:
+    probe = "import agentloop_coding, sys; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(ast.literal_eval(out.stdout))
+    assert "agentloop_coding" in loaded
+    assert loaded & {"acp", "pydantic", "httpx", "trio", "agentloop_mcp"} == set()
+
+
+def test_modules_stay_small() -> None:
+    for module in PACKAGE.glob("_*.py"):
+        lines = len(module.read_text().splitlines())
+        assert lines <= 450, f"{module.name} has {lines} lines"
