@@ -17,6 +17,7 @@ import pytest
 from agentloop import (
     Agent,
     AssistantMessage,
+    LlmMessage,
     ErrorKind,
     ModelSpec,
     StopReason,
@@ -56,7 +57,7 @@ pytestmark = pytest.mark.anyio
 
 A = ToolSchema(name="get_weather", description="Weather.", parameters={"type": "object"})
 B = ToolSchema(name="get_time", description="Time.", parameters={"type": "object"})
-ASK = [UserMessage.from_text("Paris?")]
+ASK: list[LlmMessage] = [UserMessage.from_text("Paris?")]
 BOTH = LlmContext(messages=ASK, tools=[A, B])
 ONE = LlmContext(messages=ASK, tools=[A])
 CHOICES = [None, "auto", "none", "required", "get_weather"]
@@ -262,7 +263,7 @@ async def test_a_choice_the_tools_cannot_meet_is_a_clear_error(adapter: str, cho
         seen.append(request)
         return httpx.Response(500)
 
-    ctx = ONE if choice != "required" else LlmContext(messages=ASK)
+    ctx = ONE if choice != "required" else LlmContext(messages=list(ASK))
     async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
         provider = ADAPTERS[adapter](client)
         _, message = await collect(provider, _model(adapter), ctx, _opts(choice))
