@@ -17,8 +17,8 @@ import pytest
 from agentloop import (
     Agent,
     AssistantMessage,
-    LlmMessage,
     ErrorKind,
+    LlmMessage,
     ModelSpec,
     StopReason,
     StreamOptions,
