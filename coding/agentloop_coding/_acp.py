@@ -49,11 +49,12 @@ from acp.schema import (
 )
 
 import agentloop
-from agentloop import AlreadyRunning, ErrorKind, SessionNotFound, StopReason
+from agentloop import AlreadyRunning, ErrorKind, SessionNotFound, StopReason, UnknownModel
 from agentloop.policy import Rejected
 from agentloop_policies import ALWAYS_ALLOW
 
 from ._acp_updates import UpdateMapper, call_content, history_updates
+from ._config import ConfigError
 from ._session import CodingSession
 
 if TYPE_CHECKING:
@@ -140,7 +141,11 @@ class AcpServer:
         return SessionModeState(current_mode_id=session.mode, available_modes=MODES)
 
     async def _start(self, cwd: str, resume: str | None = None) -> CodingSession:
-        session = await CodingSession.start(self.config, workspace=cwd, resume=resume)
+        try:
+            session = await CodingSession.start(self.config, workspace=cwd, resume=resume)
+        except (ConfigError, UnknownModel) as exc:
+            # The client can act on these (another directory, a configured model).
+            raise acp.RequestError.invalid_params({"details": str(exc)}) from None
         assert session.session_id is not None
         session.ask = self._asker(session)
         self.sessions[session.session_id] = session

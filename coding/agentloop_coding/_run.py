@@ -15,12 +15,12 @@ the model reads, unless the mode is ``bypassed`` or the tool is trusted (``--tru
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
-import anyio.to_thread
 
 import agentloop
 from agentloop import StopReason
@@ -60,17 +60,22 @@ def exit_code(result: agentloop.AgentResult[Any], interrupted: int | None) -> in
 
 
 def terminal_ask(session: CodingSession, stdin: TextIO, stderr: TextIO) -> Any:
-    """An ``ask`` that asks on the terminal: yes, no, or always (for this session)."""
+    """An ``ask`` that asks on the terminal: yes, no, or always (for this session).
 
-    def question(call: ToolCall) -> str:
-        tool = session.tool(call.name)
-        title = tool.title(call.arguments) if tool is not None else call.name
-        stderr.write(f"Allow {title}? [y]es / [n]o / [a]lways for {call.name}: ")
-        stderr.flush()
-        return stdin.readline().strip().lower()
+    The answer is awaited with ``anyio.wait_readable`` rather than read in a thread, so an
+    abort while the question is open ends the wait at once and leaves no thread blocked on
+    the terminal.
+    """
 
     async def ask(call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
-        answer = await anyio.to_thread.run_sync(question, call, abandon_on_cancel=True)
+        found = session.tool(call.name)
+        title = found.title(call.arguments) if found is not None else call.name
+        stderr.write(f"Allow {title}? [y]es / [n]o / [a]lways for {call.name}: ")
+        stderr.flush()
+        fd = stdin.fileno()
+        await anyio.wait_readable(fd)
+        # A terminal in canonical mode is readable once a whole line was typed.
+        answer = os.read(fd, 4096).decode(errors="replace").strip().lower()
         if answer in ("a", "always"):
             return ALWAYS_ALLOW
         return answer in ("y", "yes")

@@ -4,7 +4,7 @@
 otherwise, each as a process in a group of its own under a deadline (see ``_process``): a
 search that takes too long, or a regular expression that backtracks without end, is killed
 rather than left to stall the agent. The two differ a little: ``rg`` skips what ``.gitignore``
-ignores and uses Rust's regex syntax; the Python search skips only the usual noise directories
+ignores and hidden files, and uses Rust's regex syntax; the Python search skips only the usual noise directories
 (``.git``, ``node_modules``, virtual environments, caches) and uses Python's ``re``.
 """
 

@@ -20,6 +20,7 @@ reads these attributes to render.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agentloop import Agent, AgentEnd, AssistantMessage, ModelSpec, ThinkingLevel, extract_text
@@ -34,7 +35,6 @@ from ._toolbox import coding_tools
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
-    import os
     from collections.abc import Mapping
 
     from agentloop import AgentEvent, AgentTool, ToolCall
@@ -71,6 +71,21 @@ async def list_sessions(
 ) -> list[SessionInfo]:
     """The stored sessions, the most recently updated first (for a resume picker)."""
     return await open_store(config, environ).list_sessions()
+
+
+def _workspace(config: Config, directory: str | os.PathLike[str]) -> Workspace:
+    """The workspace at ``directory``, with the sandbox ``config`` asks for.
+
+    Raises:
+        ConfigError: ``directory`` is not a directory.
+    """
+    try:
+        root = Workspace(directory).root
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    # Extra roots are taken from the workspace when relative, as every other path is.
+    extra = [root / os.path.expanduser(r) for r in config.roots]
+    return Workspace(root, sandbox=Sandbox([root, *extra], cwd=root) if config.sandbox else None)
 
 
 def _model_name(model: str | ModelSpec) -> str:
@@ -157,12 +172,8 @@ class CodingSession:
             UnknownModel: no installed provider resolves the model string.
         """
         config = config or Config()
-        try:
-            root = Workspace(workspace).root
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        sandbox = Sandbox([root, *config.roots], cwd=root) if config.sandbox else None
-        space = Workspace(root, sandbox=sandbox)
+        space = _workspace(config, workspace)
+        root, sandbox = space.root, space.sandbox
         tools = coding_tools(space, bash=config.bash, grep=config.grep)
         holder: list[CodingSession] = []
 

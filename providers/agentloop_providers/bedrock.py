@@ -182,8 +182,9 @@ class BedrockParser:
         return []  # messageStart and anything new
 
     def end(self) -> list[AssistantMessageEvent]:
-        # A stream that stopped without its metadata frame still said how it ended.
-        return self._finish() if self._stop is not None else []
+        # ConverseStream always ends with its metadata frame (the usage), right after
+        # messageStop: a body that ends before it was cut, and the usage with it.
+        return []
 
     def _finish(self) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []

@@ -19,6 +19,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AllowedOutcome,
+    DeniedOutcome,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -49,6 +50,8 @@ class Client:
         self.permissions: list[Any] = []
         self.answers: list[str] = []
         self.watch: Callable[[Any], None] | None = None
+        self.asked = anyio.Event()
+        self.hold: anyio.Event | None = None  # set: wait for it, then answer "cancelled"
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -59,6 +62,10 @@ class Client:
         self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
     ) -> RequestPermissionResponse:
         self.permissions.append((tool_call, [o.option_id for o in options]))
+        self.asked.set()
+        if self.hold is not None:
+            await self.hold.wait()  # the person does not answer
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         answer = self.answers.pop(0)
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=answer, outcome="selected")
@@ -293,3 +300,32 @@ async def test_a_client_that_goes_away_mid_tool_leaves_no_process(cli: Cli) -> N
         assert await process.wait() == 0  # it exits by itself, within the SDK's 2 s grace
     for pid in pids_in(output[0]):
         await wait_gone(pid)
+
+
+async def test_cancel_while_permission_is_asked(cli: Cli) -> None:
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [call("bash", "asked", command="touch never.txt")]},
+        {"text": "After."},
+    ]
+    with anyio.fail_after(60):
+        async with open_agent(cli, script, "ask.json") as agent:
+            client = agent.client
+            client.hold = release = anyio.Event()
+            new = await agent.conn.new_session(cwd=str(cli.workspace))
+            answer: list[str] = []
+            async with anyio.create_task_group() as tg:
+
+                async def prompt() -> None:
+                    answer.append(await agent.prompt(new.session_id, "go"))
+
+                tg.start_soon(prompt)
+                await client.asked.wait()
+                await agent.conn.cancel(session_id=new.session_id)
+            assert answer == ["cancelled"]
+            release.set()
+            assert tool_updates(client.take(), "asked")[-1].status == "failed"
+            assert not (cli.workspace / "never.txt").exists()
+            # The session goes on.
+            assert await agent.prompt(new.session_id, "again") == "end_turn"
+            with pytest.raises(acp.RequestError, match="Invalid params"):
+                await agent.conn.new_session(cwd=str(cli.workspace / "missing"))

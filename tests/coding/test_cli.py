@@ -417,3 +417,35 @@ def test_a_person_at_the_terminal_is_asked(cli: Cli, tmp_path: Path) -> None:
     assert [e.is_error for e in ends.values()] == [False, False, True]
     assert (cli.workspace / "a.txt").exists() and (cli.workspace / "b.txt").exists()
     assert not (cli.workspace / "c.txt").exists()
+
+
+def test_interrupting_an_open_question_exits_at_once(cli: Cli, tmp_path: Path) -> None:
+    import pty
+    import select
+
+    model = write_script(
+        tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]}]
+    )
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        cli.command("run", "-m", model, "go"),
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        cwd=cli.workspace,
+        env=cli.env,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        while b"[a]lways" not in seen:
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, f"no question asked; so far: {seen!r}"
+            seen += os.read(master, 4096)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 130  # no thread left waiting for the terminal
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)

@@ -164,3 +164,12 @@ def test_the_text_renderer_separates_the_answer_from_the_run(tmp_path: Path) -> 
     )
     assert renderer.feed(failed) == [("err", "  ! bash: boom\n")]
     assert renderer.finish() == []
+
+
+async def test_extra_roots_are_taken_from_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "lib.txt").write_text("shared code")
+    script = [reply_tool_calls(("read_file", {"path": "../shared/lib.txt"})), reply_text("ok")]
+    session = await start(tmp_path, script, config=Config(roots=["../shared"]))
+    result = results(await session.agent.prompt("read it"))["read_file"]
+    assert not result.is_error and "shared code" in al.extract_text(result.content)

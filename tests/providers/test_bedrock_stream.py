@@ -248,12 +248,14 @@ async def test_max_tokens_and_cache_usage() -> None:
     assert result.usage == Usage(input=5, output=1, cache_read=100, cache_write=7, total=113)
 
 
-async def test_message_stop_without_metadata_still_completes() -> None:
+async def test_message_stop_without_metadata_is_a_cut_stream() -> None:
+    # The metadata frame (with the usage) always follows messageStop: ending before it is a cut.
     body = HELLO + _frames(("messageStop", b'{"stopReason":"end_turn"}'))
     async with mock_client([Reply(body, content_type=ES)]) as client:
         provider = BedrockProvider(credentials=CREDS, client=client)
         result, _ = await replay(provider, MODEL, options=NO_KEY)
-    assert result.stop_reason is StopReason.STOP
+    assert result.stop_reason is StopReason.ERROR
+    assert result.error_kind is ErrorKind.NETWORK
     assert result.text == "Hel"
 
 
