@@ -354,6 +354,81 @@ class _Run:
         except Exception:
             log.debug("a call from a worker thread was dropped: its run has ended", exc_info=True)
 
+    # ---------------------------------------------------------------- the turn's state
+
+    def begin_turn(self) -> None:
+        """A turn starts: its per-turn state is reset and ``TurnStart`` emitted."""
+        self.in_turn = True
+        self.turn_message = None
+        self.batch = None
+        self.acc = None
+        self.emit(TurnStart(turn=self.turn))
+
+    def end_turn(
+        self,
+        reason: TurnEndReason,
+        message: AssistantMessage | None,
+        tool_results: list[ToolResultMessage] | None = None,
+    ) -> None:
+        """The turn ended normally: ``TurnEnd`` (``close_turn`` ends one abnormally)."""
+        self.in_turn = False
+        self.emit(
+            TurnEnd(reason=reason, message=message, tool_results=tool_results or [], turn=self.turn)
+        )
+
+    def start_attempt(self, acc: Accumulator) -> None:
+        """A model call starts streaming into ``acc``."""
+        self.acc = acc
+
+    def drop_attempt(self) -> None:
+        """The current model call is over (finished, or void before a retry)."""
+        self.acc = None
+
+    def open_answer(self) -> None:
+        """The answer's ``MessageStart`` is out: an abnormal end must commit something."""
+        self.answer_open = True
+
+    def answered(self, message: AssistantMessage) -> None:
+        """Commit the turn's answer."""
+        self.acc = None
+        self.commit_streamed(message)
+        self.turn_message = message
+
+    def start_batch(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def finish_batch(self) -> None:
+        self.batch = None
+
+    def signal_overflow(self, overflow: bool = True) -> None:
+        """Tell the transformers of the next request that the last one overflowed."""
+        self.overflow_signal = overflow
+
+    def stop(self, by: str) -> None:
+        """End the run after this turn: a policy (``by`` names it) stopped it."""
+        self.stopped_by = by
+        self.ended = True
+
+    def answer_stopped(self, reason: StopReason) -> None:
+        """The turn's answer ended with ``reason`` (stop, length, tool use): the run's so far."""
+        self.stop_reason = reason
+
+    def end_with(self, message: AssistantMessage) -> None:
+        """End the run after this turn, as the answer ``message`` (an error or abort) says."""
+        self.ended = True
+        self.stop_reason = message.stop_reason
+        if message.stop_reason is StopReason.ERROR:
+            self.error = message.error_message
+            self.error_kind = message.error_kind
+
+    def queue(self, messages: Sequence[AgentMessage]) -> None:
+        """Messages for the next turn (injected by a policy, or steering taken by a batch)."""
+        self.pending.extend(messages)
+
+    def take_pending(self) -> list[AgentMessage]:
+        pending, self.pending = self.pending, []
+        return pending
+
     # ---------------------------------------------------------------- ending
 
     def close_turn(self, reason: TurnEndReason, note: str) -> None:

@@ -22,7 +22,7 @@ import msgspec
 
 from ._dispatch import Batch
 from ._errors import HookFailed, ModelError, error_for_kind
-from ._events import MessageStart, MessageUpdate, StreamRetry, TurnEnd, TurnEndReason, TurnStart
+from ._events import MessageStart, MessageUpdate, StreamRetry, TurnEndReason
 from ._policy import Inject, Replace, Stop
 from ._stream import Accumulator
 from ._types import (
@@ -87,7 +87,7 @@ async def _request(run: _Run, system_prompt: str) -> LlmContext:
     elif messages is None and run.overflow_signal:
         # No transformer to prune after an overflow: a sliding window does it for this request.
         messages = _overflow_window(run, system_prompt)
-    run.overflow_signal = False
+    run.signal_overflow(False)
     return LlmContext(
         system_prompt=system_prompt, messages=run.llm_view(messages), tools=run.tool_schemas
     )
@@ -189,7 +189,8 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                 raise HookFailed.wrap("get_api_key", exc) from exc
             if key:
                 options = msgspec.structs.replace(options, api_key=key)
-        acc = run.acc = Accumulator(model)
+        acc = Accumulator(model)
+        run.start_attempt(acc)
         push = acc.push
         try:
             events = config.stream_fn(model, request, options)
@@ -232,7 +233,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                         message=error.message,
                     )
                 )
-                run.acc = None
+                run.drop_attempt()
                 await anyio.sleep(delay)
                 continue
         return message
@@ -277,23 +278,17 @@ def _post_turn(
             ctx.tool_results = results
         elif kind is Stop:
             assert isinstance(verdict, Stop)
-            run.stopped_by = f"{run.policy_name(policy)}: {verdict.reason}"
-            run.ended = True
+            run.stop(f"{run.policy_name(policy)}: {verdict.reason}")
             break
         elif kind is Inject:
             assert isinstance(verdict, Inject)
-            run.pending.extend(verdict.messages)
+            run.queue(verdict.messages)
     return results
 
 
 async def run_turn(run: _Run) -> bool:
     """Run one turn. Returns whether the model needs another turn (tools were run)."""
-    emit = run.emit
-    run.in_turn = True
-    run.turn_message = None
-    run.batch = None
-    run.acc = None
-    emit(TurnStart(turn=run.turn))
+    run.begin_turn()
     try:
         return await _turn_body(run)
     except anyio.get_cancelled_exc_class():
@@ -304,10 +299,8 @@ async def run_turn(run: _Run) -> bool:
 async def _turn_body(run: _Run) -> bool:
     config = run.config
     emit = run.emit
-    if run.pending:
-        pending, run.pending = run.pending, []
-        for message in pending:
-            run.commit(message)
+    for message in run.take_pending():
+        run.commit(message)
     if config.toolsets:
         run.refresh_tools()
     system_prompt = await _system_prompt(run)
@@ -318,10 +311,8 @@ async def _turn_body(run: _Run) -> bool:
             config.pre_turn_policies, run.policy_context(), "pre-turn"
         )
         if stop is not None:
-            run.stopped_by = stop
-            run.ended = True
-            run.in_turn = False
-            emit(TurnEnd(reason=TurnEndReason.COMPLETE, message=None, turn=run.turn))
+            run.stop(stop)
+            run.end_turn(TurnEndReason.COMPLETE, None)
             return False
         if injected:
             for message in injected:
@@ -333,43 +324,36 @@ async def _turn_body(run: _Run) -> bool:
     # The last point before a request leaves: an abort that came in meanwhile sends nothing.
     await anyio.lowlevel.checkpoint_if_cancelled()
     options = _turn_options(run)
-    run.answer_open = True
+    run.open_answer()
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
     message = await _stream(run, request, options)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
         # One recovery attempt per turn: the transformers (or a default sliding window) prune
         # harder, same message lifecycle. A request that did not shrink is not sent again.
-        run.overflow_signal = True
+        run.signal_overflow()
         retry = await _request(run, system_prompt)
         if len(retry.messages) < len(request.messages) or retry.messages != request.messages:
             message = await _stream(run, retry, options)
-    run.acc = None
     message = _normalise_ids(message)
-    run.commit_streamed(message)
-    run.turn_message = message
+    run.answered(message)
     stop_reason = message.stop_reason
 
     if stop_reason is StopReason.ERROR or stop_reason is StopReason.ABORTED:
         _post_turn(run, message, [])
-        run.in_turn = False
-        run.ended = True
-        run.stop_reason = stop_reason
-        if stop_reason is StopReason.ERROR:
-            run.error = message.error_message
-            run.error_kind = message.error_kind
+        run.end_with(message)
         reason = TurnEndReason.ERROR if stop_reason is StopReason.ERROR else TurnEndReason.ABORTED
-        emit(TurnEnd(reason=reason, message=message, turn=run.turn))
+        run.end_turn(reason, message)
         return False
 
-    run.stop_reason = stop_reason
+    run.answer_stopped(stop_reason)
     calls = message.tool_calls
     if not calls:
         _post_turn(run, message, [])
-        run.in_turn = False
-        emit(TurnEnd(reason=TurnEndReason.COMPLETE, message=message, turn=run.turn))
+        run.end_turn(TurnEndReason.COMPLETE, message)
         return False
 
-    batch = run.batch = Batch(run, calls)
+    batch = Batch(run, calls)
+    run.start_batch(batch)
     incomplete = (
         {c.id for c in calls if c.partial_json is not None}
         if stop_reason is StopReason.LENGTH
@@ -380,15 +364,13 @@ async def _turn_body(run: _Run) -> bool:
         await batch.execute(ready)
     results = batch.results()
     results = _post_turn(run, message, results)
-    run.batch = None
+    run.finish_batch()
     for result in results:
         run.commit(result)
     if batch.stopped is not None:
-        run.stopped_by = batch.stopped
-        run.ended = True
+        run.stop(batch.stopped)
     if batch.steering:
-        run.pending.extend(batch.steering)
+        run.queue(batch.steering)
     reason = TurnEndReason.STEERING_INTERRUPT if batch.interrupted else TurnEndReason.TOOLS_EXECUTED
-    run.in_turn = False
-    emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=run.turn))
+    run.end_turn(reason, message, results)
     return not run.ended
