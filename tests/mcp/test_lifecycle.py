@@ -4,6 +4,7 @@ id), no RuntimeError (raised or logged, see conftest.py) and a bounded time."""
 
 from __future__ import annotations
 
+import socket
 import sys
 import textwrap
 from typing import TYPE_CHECKING
@@ -167,6 +168,16 @@ async def test_a_caller_timeout_during_connect_leaves_no_process(tmp_path: Path)
 async def test_open_toolset_raises_connect_failed_for_a_missing_command() -> None:
     spec = mcp.StdioServer(name="missing", command="/nonexistent/agentloop-mcp-server")
     with pytest.raises(mcp.ConnectFailed, match="'missing'"):
+        async with mcp.open_toolset(spec):
+            pass  # pragma: no cover
+
+
+async def test_open_toolset_raises_connect_failed_when_nothing_listens() -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = mcp.HttpServer(name="nobody", url=f"http://127.0.0.1:{port}/mcp")
+    with pytest.raises(mcp.ConnectFailed, match="could not connect to MCP server 'nobody': "):
         async with mcp.open_toolset(spec):
             pass  # pragma: no cover
 
