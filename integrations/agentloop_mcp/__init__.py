@@ -5,6 +5,7 @@ name                       what it is
 =========================  ===========================================================
 ``StdioServer``            a server run as a subprocess (environment allow-listed)
 ``HttpServer``             a server reached over streamable HTTP (headers, auth)
+``ServerSpec``             either; a list of them decodes from JSON/TOML configuration
 ``open_toolset``           ``async with open_toolset(spec) as toolset``: one server
 ``open_group``             ``async with open_group() as group``: ``await group.connect``
 ``McpToolset``             one server's tools; pass it to ``Agent(toolsets=[...])``
@@ -13,6 +14,7 @@ name                       what it is
 ``McpEvent``               what ``on_event`` is told: connected, crashed, restart failed,
                            tools changed, closed
 ``serve``, ``build_server``  agentloop tools offered to other MCP clients
+``demo_server``            a tiny MCP server to try it: ``python -m agentloop_mcp.demo_server``
 =========================  ===========================================================
 
 Built on the official ``mcp`` SDK; imports ``agentloop`` and nothing else of this project.
