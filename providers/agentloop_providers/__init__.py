@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         AzureResponsesProvider as AzureResponsesProvider,
     )
     from .bedrock import BedrockProvider as BedrockProvider
+    from .caching import PromptCaching as PromptCaching
     from .fallback import FallbackStream as FallbackStream, FallbackSwitch as FallbackSwitch
     from .gemini import GeminiProvider as GeminiProvider
     from .mistral import MistralProvider as MistralProvider
@@ -90,6 +91,7 @@ __all__ = [
     "OpenAIChatCompat",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
+    "PromptCaching",
     "ProtocolError",
     "ProviderPreset",
     "ProxyApp",
@@ -126,6 +128,7 @@ _WHERE: dict[str, str] = {
     "AzureResponsesProvider": ".azure",
     "BedrockProvider": ".bedrock",
     "FallbackStream": ".fallback",
+    "PromptCaching": ".caching",
     "FallbackSwitch": ".fallback",
     "GeminiProvider": ".gemini",
     "MistralProvider": ".mistral",
