@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
     from pathlib import Path
 
+    from textual.pilot import Pilot
+
     from agentloop.abc import SessionStore
     from agentloop.stream import AssistantMessageEvent
-    from textual.pilot import Pilot
 
 __all__ = ["SYSTEM", "Pause", "PausingModel", "make_app", "settle", "wait_until"]
 
@@ -51,13 +52,22 @@ class PausingModel:
         self.script = list(script)
         self.chunk_size = chunk_size
         self.contexts: list[Any] = []
-        self.paused = anyio.Event()
-        self._go = anyio.Event()
+        # Made on first use: an anyio.Event belongs to the event loop it was made in, and a
+        # snapshot test builds its app before Textual starts one.
+        self._paused: anyio.Event | None = None
+        self._go: anyio.Event | None = None
+
+    @property
+    def paused(self) -> anyio.Event:
+        if self._paused is None:
+            self._paused = anyio.Event()
+        return self._paused
 
     def resume(self) -> None:
-        self.paused = anyio.Event()
-        go, self._go = self._go, anyio.Event()
-        go.set()
+        go = self._go
+        self._paused = self._go = None
+        if go is not None:
+            go.set()
 
     def __call__(
         self, model: al.ModelSpec, context: Any, options: al.StreamOptions
@@ -66,12 +76,15 @@ class PausingModel:
         item = self.script.pop(0) if self.script else al.testing.reply_text("(script over)")
         return self._play(item)
 
-    async def _play(self, item: al.AssistantMessage | Pause) -> AsyncIterator[AssistantMessageEvent]:
+    async def _play(
+        self, item: al.AssistantMessage | Pause
+    ) -> AsyncIterator[AssistantMessageEvent]:
         reply, stop = (item.reply, item.after) if isinstance(item, Pause) else (item, -1)
         for n, event in enumerate(events_for(reply, chunk_size=self.chunk_size)):
             if n == stop:
+                go = self._go = anyio.Event()
                 self.paused.set()
-                await self._go.wait()
+                await go.wait()
             yield event
 
 

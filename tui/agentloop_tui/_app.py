@@ -154,10 +154,17 @@ class AgentApp(App[int]):
         self.gauge = ContextGauge()
         self.commands = Commands(self)
         self.running = False
-        self.ready = anyio.Event()  # set once a session is open (or opening it failed)
+        self._ready: anyio.Event | None = None
         self._views: dict[int, EntryView] = {}
         self._flush_pending = False
         self._last_flush = 0.0
+
+    @property
+    def ready(self) -> anyio.Event:
+        """Set once a session is open (or opening it failed)."""
+        if self._ready is None:
+            self._ready = anyio.Event()  # made in the app's own event loop
+        return self._ready
 
     # ---------------------------------------------------------------- layout
 
