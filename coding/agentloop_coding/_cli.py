@@ -9,14 +9,16 @@
     agentloop config                         the effective settings and where they come from
     agentloop sessions                       the stored sessions, newest first
 
-``agentloop`` alone (or ``agentloop tui``) will open the terminal UI, which is not part of this
-package. The ``scripted:<file.json>`` model (see ``_scripted``) is always available, for tests
-and demos.
+``agentloop`` alone (or ``agentloop tui``) opens the terminal UI, which is not part of this
+package: it is imported by name, when asked for, from the ``[tui]`` extra (``agentloop_tui``
+imports this package, never the reverse). The ``scripted:<file.json>`` model (see
+``_scripted``) is always available, for tests and demos.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["TUI_MISSING", "build_parser", "main"]
 
 TUI_MISSING = (
-    "agentloop: the terminal UI needs the [tui] extra, which is not available yet.\n"
+    "agentloop: the terminal UI needs the [tui] extra: pip install 'anyio-agentloop[tui]'\n"
     'For now, run one prompt headless:   agentloop run "what does this project do?"\n'
     "or connect an editor over ACP:      agentloop acp\n"
     "See agentloop --help."
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = commands.add_parser("sessions", help="list the stored sessions")
     _common(sessions)
 
-    commands.add_parser("tui", help="the terminal UI (needs the [tui] extra)")
+    commands.add_parser("tui", help="the terminal UI (the default; needs the [tui] extra)")
     return parser
 
 
@@ -222,13 +224,28 @@ def _quiet_if_broken(stream: Any) -> None:
         os.close(devnull)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``agentloop`` command; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command in (None, "tui"):
+def _open_tui(argv: Sequence[str]) -> int:
+    """Hand over to the terminal UI (``agentloop_tui.main``), if it is installed."""
+    try:
+        tui = importlib.import_module("agentloop_tui")
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("agentloop_tui", "textual"):
+            raise
         print(TUI_MISSING, file=sys.stderr)
         return EXIT_CODES["usage"]
+    code: int = tui.main(list(argv))
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``agentloop`` command; returns the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["tui"]:
+        return _open_tui(arguments[1:])  # its flags are the terminal UI's own
+    parser = build_parser()
+    args = parser.parse_args(arguments)
+    if args.command is None:
+        return _open_tui([])
     register_scripted()
     backend = args.backend or "asyncio"
     try:

@@ -1,19 +1,20 @@
 """agentloop_mcp: tools from Model Context Protocol servers, supervised like every other child task.
 
-=========================  ===========================================================
-name                       what it is
-=========================  ===========================================================
-``StdioServer``            a server run as a subprocess (environment allow-listed)
-``HttpServer``             a server reached over streamable HTTP (headers, auth)
-``open_toolset``           ``async with open_toolset(spec) as toolset``: one server
-``open_group``             ``async with open_group() as group``: ``await group.connect``
-``McpToolset``             one server's tools; pass it to ``Agent(toolsets=[...])``
-``McpTool``                one of them, an ``agentloop.AgentTool``
-``RestartPolicy``          how a crashed server is restarted (capped back-off)
-``McpEvent``               what ``on_event`` is told: connected, crashed, restart failed,
-                           tools changed, closed
-``serve``, ``build_server``  agentloop tools offered to other MCP clients
-=========================  ===========================================================
+=================  ==================================================================
+name               what it is
+=================  ==================================================================
+``StdioServer``    a server run as a subprocess (environment allow-listed)
+``HttpServer``     a server reached over streamable HTTP (headers, auth)
+``ServerSpec``     either; a list of them decodes from JSON/TOML configuration
+``open_toolset``   ``async with open_toolset(spec) as toolset``: one server
+``open_group``     ``async with open_group() as group``: ``await group.connect``
+``McpToolset``     one server's tools; pass it to ``Agent(toolsets=[...])``
+``McpTool``        one of them, an ``agentloop.AgentTool``
+``RestartPolicy``  how a crashed server is restarted (capped back-off)
+``McpEvent``       what ``on_event`` is told: connected, crashed, restart failed, ...
+``serve``          agentloop tools offered to other MCP clients (``build_server``)
+``demo_server``    a tiny server to try: ``python -m agentloop_mcp.demo_server``
+=================  ==================================================================
 
 Built on the official ``mcp`` SDK; imports ``agentloop`` and nothing else of this project.
 Runs on asyncio and trio (``serve`` over HTTP needs asyncio, for uvicorn).

@@ -150,7 +150,7 @@ def open_group(*, on_event: OnEvent | None = None) -> ToolsetGroup:
     return ToolsetGroup(on_event=on_event)
 
 
-class open_toolset:  # noqa: N801 - used as a function: ``async with open_toolset(spec)``
+class open_toolset:  # named as a function: used as ``async with open_toolset(spec)``
     """Connect one server for the length of an ``async with`` block.
 
     ::

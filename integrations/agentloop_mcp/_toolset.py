@@ -59,6 +59,7 @@ State = Literal["connecting", "connected", "restarting", "failed", "closed"]
 
 _CLIENT_INFO = types.Implementation(name="agentloop", version="0.1")
 _REFRESH_WAIT = 5.0  # how long a call waits for a tool list change it announced
+_CLOSE_GRACE = 5.0  # how long a server may take to acknowledge the end of a session
 _LEVELS = {ServerCrashed: logging.WARNING, ServerRestartFailed: logging.WARNING}
 
 
@@ -307,6 +308,9 @@ class McpToolset:
                     # Calls in flight end now, not after the SDK's shutdown of the server.
                     self._retire(conn)
                     tg.cancel_scope.cancel()
+                    # Saying goodbye (an HTTP session's DELETE) may take this long, no longer;
+                    # a stdio server's stop is bounded by the SDK itself, shielded.
+                    scope.deadline = anyio.current_time() + _CLOSE_GRACE
             if not connected:
                 if self._closing:
                     return False, "closed while connecting"

@@ -14,7 +14,9 @@ Adapters: ``AnthropicProvider`` (Messages API), ``OpenAIChatProvider`` (Chat Com
 compatible servers), ``OllamaProvider`` (``/api/chat``), ``ProxyProvider`` (an agentloop proxy;
 ``ProxyApp`` is the server side); and, built on the same foundation, ``OpenAIResponsesProvider``,
 ``AzureChatProvider``/``AzureResponsesProvider``, ``GeminiProvider``, ``MistralProvider``,
-``XaiChatProvider``/``XaiResponsesProvider`` and ``BedrockProvider``. The foundation they share lives in ``_http`` (client
+``XaiChatProvider``/``XaiResponsesProvider`` and ``BedrockProvider``. ``FallbackStream`` chains
+models: the next one takes over when a call fails (throttled, server error, context overflow).
+The foundation they share lives in ``_http`` (client
 lifecycle and the streaming loop), ``_sse`` and ``_ndjson`` (incremental parsers, capped as
 ``_frames`` says),
 ``_classify`` (error classification) and ``_convert`` (request conversion helpers).
@@ -53,6 +55,8 @@ if TYPE_CHECKING:
         AzureResponsesProvider as AzureResponsesProvider,
     )
     from .bedrock import BedrockProvider as BedrockProvider
+    from .caching import PromptCaching as PromptCaching
+    from .fallback import FallbackStream as FallbackStream, FallbackSwitch as FallbackSwitch
     from .gemini import GeminiProvider as GeminiProvider
     from .mistral import MistralProvider as MistralProvider
     from .ollama import OllamaProvider as OllamaProvider
@@ -75,6 +79,8 @@ __all__ = [
     "AzureChatProvider",
     "AzureResponsesProvider",
     "BedrockProvider",
+    "FallbackStream",
+    "FallbackSwitch",
     "FrameTooLarge",
     "GeminiProvider",
     "HttpProvider",
@@ -85,6 +91,7 @@ __all__ = [
     "OpenAIChatCompat",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
+    "PromptCaching",
     "ProtocolError",
     "ProviderPreset",
     "ProxyApp",
@@ -120,6 +127,9 @@ _WHERE: dict[str, str] = {
     "AzureChatProvider": ".azure",
     "AzureResponsesProvider": ".azure",
     "BedrockProvider": ".bedrock",
+    "FallbackStream": ".fallback",
+    "PromptCaching": ".caching",
+    "FallbackSwitch": ".fallback",
     "GeminiProvider": ".gemini",
     "MistralProvider": ".mistral",
     "OpenAIResponsesProvider": ".openai_responses",

@@ -2,7 +2,9 @@
 
 Text, extended thinking (with signatures, and redacted thinking replayed verbatim), tool use
 with streamed JSON input, usage with cache reads and writes, and prompt-caching breakpoints on
-the system prompt and the last message. Server-tool blocks (web search, tool search, ...) and
+the tools, the system prompt and the history (see ``caching``). ``tool_choice`` maps to
+``auto``/``none``/``any``/``tool``; with extended thinking, which allows no forced call, a
+required or named tool falls back to ``auto``. Server-tool blocks (web search, tool search, ...) and
 any other block type this library does not model arrive as ``Extension`` blocks and are sent
 back unchanged on the next request.
 """
@@ -45,6 +47,7 @@ from ._classify import classify_payload
 from ._convert import assistant_blocks, max_output_tokens, thinking_budget, tool_choice, usage
 from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
+from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -67,7 +70,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "model_context_window_exceeded": StopReason.LENGTH,
     "tool_use": StopReason.TOOL_USE,
 }
-_CACHE = {"type": "ephemeral"}
 _decode = msgspec.json.decode
 
 # --------------------------------------------------------------------------- request
@@ -133,10 +135,19 @@ def anthropic_payload(
     context: LlmContext,
     options: StreamOptions,
     *,
-    prompt_caching: bool = True,
+    prompt_caching: bool | PromptCaching = True,
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> dict[str, Any]:
-    """The Messages API request body for one call."""
+    """The Messages API request body for one call.
+
+    Raises:
+        ValueError: ``options.tool_choice`` does not fit the tools.
+        TypeError: ``options.extra["prompt_caching"]`` is neither a bool nor a ``PromptCaching``.
+    """
+    caching = caching_for(prompt_caching, options.extra)
+    mark: dict[str, Any] = {"type": "ephemeral"}
+    if caching.ttl != "5m":
+        mark["ttl"] = caching.ttl
     messages: list[dict[str, Any]] = []
     for message in context.messages:
         if type(message) is AssistantMessage:
@@ -154,23 +165,27 @@ def anthropic_payload(
             messages[-1]["content"].extend(content)
         else:
             messages.append({"role": role, "content": content})
-    if prompt_caching and messages:
-        last = messages[-1]["content"][-1]
-        if last.get("type") not in ("thinking", "redacted_thinking"):
-            messages[-1]["content"][-1] = {**last, "cache_control": _CACHE}
+    for at in message_breakpoints([m["role"] for m in messages], caching.messages):
+        content = messages[at]["content"]
+        for i in range(len(content) - 1, -1, -1):  # the last block that may carry a mark
+            if content[i].get("type") not in ("thinking", "redacted_thinking"):
+                content[i] = {**content[i], "cache_control": mark}
+                break
 
     max_tokens = max_output_tokens(model, options, default_max_tokens) or default_max_tokens
     body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
     if context.system_prompt:
         system: dict[str, Any] = {"type": "text", "text": context.system_prompt}
-        if prompt_caching:
-            system["cache_control"] = _CACHE
+        if caching.system:
+            system["cache_control"] = mark
         body["system"] = [system]
     if context.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in context.tools
         ]
+        if caching.tools:
+            body["tools"][-1] = {**body["tools"][-1], "cache_control": mark}
     budget = thinking_budget(model)
     choice = tool_choice(options, context)
     if choice is not None:
@@ -227,6 +242,7 @@ class AnthropicStreamParser:
         extra = {
             "thinking_tokens": u.get("thinking_tokens", 0),
             "web_search_requests": u.get("web_search_requests", 0),
+            "cache_write_1h": u.get("cache_write_1h", 0),  # of cache_write, at the 1h price
         }
         return usage(
             input=u.get("input_tokens", 0),
@@ -248,6 +264,11 @@ class AnthropicStreamParser:
             value = raw.get(key)
             if isinstance(value, int):
                 self._usage[key] = value  # message_delta counts are cumulative
+        creation = raw.get("cache_creation")
+        if isinstance(creation, dict) and isinstance(
+            creation.get("ephemeral_1h_input_tokens"), int
+        ):
+            self._usage["cache_write_1h"] = creation["ephemeral_1h_input_tokens"]
         details = raw.get("output_tokens_details")
         if isinstance(details, dict) and isinstance(details.get("thinking_tokens"), int):
             self._usage["thinking_tokens"] = details["thinking_tokens"]
@@ -381,7 +402,9 @@ class AnthropicProvider(HttpProvider):
     """``StreamFn`` for the Anthropic Messages API.
 
     Args:
-        prompt_caching: mark the system prompt and the last message as cache breakpoints.
+        prompt_caching: cache breakpoints: ``True`` (tools, system prompt, the last two
+            stable points of the history), ``False``, or a ``PromptCaching`` (see
+            ``caching``); ``StreamOptions.extra["prompt_caching"]`` overrides it per call.
         beta: values for the ``anthropic-beta`` header.
         default_max_tokens: ``max_tokens`` when neither the options nor the model set one.
         **kwargs: see ``HttpProvider`` (``base_url``, ``api_key``, ``client``, timeouts).
@@ -394,7 +417,7 @@ class AnthropicProvider(HttpProvider):
     def __init__(
         self,
         *,
-        prompt_caching: bool = True,
+        prompt_caching: bool | PromptCaching = True,
         beta: list[str] | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         **kwargs: Any,

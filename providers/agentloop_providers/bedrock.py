@@ -11,6 +11,11 @@ Requests are signed with SigV4 (``_sigv4``) from the standard environment variab
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``; region from
 ``AWS_REGION``/``AWS_DEFAULT_REGION``), or sent with a Bedrock API key as a bearer token
 (``AWS_BEARER_TOKEN_BEDROCK``, or ``StreamOptions.api_key``) when one is set.
+
+Prompt caching (see ``caching``): ``cachePoint`` blocks after the system prompt, after the tools
+(Claude only: Nova caches no tools) and at the history's last two stable points, by default for
+the models that support it (Claude and Nova); ``cacheReadInputTokens`` and
+``cacheWriteInputTokens`` come back as ``Usage.cache_read`` and ``cache_write``.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from ._frames import DEFAULT_MAX_EVENT_BYTES
 from ._http import HttpProvider, ProtocolError
 from ._secrets import InvalidApiKey
 from ._sigv4 import AwsCredentials, MissingCredentials, sign_headers
+from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -84,6 +90,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 _FILTERED = frozenset({"guardrail_intervened", "content_filtered"})
 _ANSWER_TOKENS = 4096
+_CACHE_POINT = {"cachePoint": {"type": "default"}}
 _IMAGE_FORMATS = {
     "image/png": "png",
     "image/jpeg": "jpeg",
@@ -398,6 +405,9 @@ class BedrockProvider(HttpProvider):
 
     Args:
         region: the AWS region; ``AWS_REGION``, then ``AWS_DEFAULT_REGION``, then us-east-1.
+        prompt_caching: cache points: ``None`` (on for Claude and Nova models, which support
+            them, off for the others, which refuse them), ``True``, ``False`` or a
+            ``PromptCaching``; ``StreamOptions.extra["prompt_caching"]`` overrides it per call.
         credentials: fixed credentials; read from the environment on each call otherwise.
         clock: the signing time (tests pin it); the current UTC time by default.
         **kwargs: as for ``HttpProvider`` (``base_url`` defaults to the region's endpoint).
@@ -413,8 +423,10 @@ class BedrockProvider(HttpProvider):
         region: str | None = None,
         credentials: AwsCredentials | None = None,
         clock: Callable[[], dt.datetime] | None = None,
+        prompt_caching: bool | PromptCaching | None = None,
         **kwargs: Any,
     ) -> None:
+        self.prompt_caching = prompt_caching
         env = os.environ
         self.region = (
             region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -503,10 +515,24 @@ class BedrockProvider(HttpProvider):
             body["additionalModelRequestFields"] = {
                 "thinking": {"type": "enabled", "budget_tokens": budget}
             }
+        self._cache_points(body, model, options)
         extra = options.extra.get("bedrock")
         if isinstance(extra, dict):
             body.update(extra)
         return body
+
+    def _cache_points(self, body: dict[str, Any], model: ModelSpec, options: StreamOptions) -> None:
+        claude = "anthropic.claude" in model.model_id
+        supported = claude or "amazon.nova" in model.model_id
+        default = supported if self.prompt_caching is None else self.prompt_caching
+        caching = caching_for(default, options.extra)
+        if caching.system and "system" in body:
+            body["system"].append(dict(_CACHE_POINT))
+        if caching.tools and claude and "toolConfig" in body:
+            body["toolConfig"]["tools"].append(dict(_CACHE_POINT))
+        messages = body["messages"]
+        for at in message_breakpoints([m["role"] for m in messages], caching.messages):
+            messages[at]["content"].append(dict(_CACHE_POINT))
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> BedrockParser:
         return BedrockParser()

@@ -115,11 +115,13 @@ def test_exit_codes_reflect_the_outcome(cli: Cli, tmp_path: Path) -> None:
     assert no_model.returncode == 2 and "no model is configured" in no_model.stderr
 
 
-def test_the_tui_is_not_here_yet(cli: Cli) -> None:
+def test_the_tui_needs_a_terminal(cli: Cli) -> None:
+    # Alone or as `agentloop tui`, the command opens the terminal UI; without a terminal it
+    # says what to run instead (the UI itself is tested in tests/tui).
     for args in ((), ("tui",)):
         done = cli.run(*args)
         assert done.returncode == 2
-        assert "[tui] extra" in done.stderr and "agentloop run" in done.stderr
+        assert "needs a terminal" in done.stderr and "agentloop run" in done.stderr
 
 
 # --------------------------------------------------------------------------- approval and plan

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 import agentloop_mcp as mcp
+import agentloop_mcp._toolset
 
 from ._helpers import (
     QUICK,
@@ -180,3 +181,17 @@ async def test_http_kill_between_calls_is_seen_and_the_client_reconnects() -> No
             assert text(await call(toolset, "write_note", text="two")) == "noted: two"
     finally:
         server.kill()
+
+
+async def test_closing_does_not_wait_long_for_a_server_that_never_acknowledges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A handshake-era HTTP session ends with a DELETE; this server never answers it.
+    monkeypatch.setattr(agentloop_mcp._toolset, "_CLOSE_GRACE", 0.3)
+    with HttpServerProcess(env={"HANG_ON_DELETE": "1"}) as server:
+        async with mcp.open_toolset(http_spec(server.url, mode="legacy")) as toolset:
+            assert text(await call(toolset, "echo", text="hi")) == "hi"
+            started = anyio.current_time()
+            with anyio.fail_after(5):
+                await toolset.aclose()
+            assert anyio.current_time() - started < 2.0

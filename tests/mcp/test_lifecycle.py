@@ -1,9 +1,11 @@
-"""The lifecycle matrix over stdio: open and close from any task, in any order, cancelled from
-outside mid-call or mid-connect. Every case ends with the server's process gone (checked by its
-id), no RuntimeError (raised or logged, see conftest.py) and a bounded time."""
+"""The lifecycle matrix: open and close from any task, in any order, cancelled from outside
+mid-call or mid-connect, over stdio (and the same over HTTP at the end). Every stdio case ends
+with the server's process gone (checked by its id); every case with no RuntimeError (raised or
+logged, see conftest.py) and within a bounded time. The kill -9 cases are in test_crashes.py."""
 
 from __future__ import annotations
 
+import socket
 import sys
 import textwrap
 from typing import TYPE_CHECKING
@@ -16,10 +18,21 @@ import agentloop as al
 import agentloop_mcp as mcp
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
-from ._helpers import MODEL, Pending, call, is_running, server_pid, stdio_spec, text
+from ._helpers import (
+    MODEL,
+    Pending,
+    call,
+    http_spec,
+    is_running,
+    server_pid,
+    stdio_spec,
+    text,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ._helpers import HttpServerProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -171,6 +184,16 @@ async def test_open_toolset_raises_connect_failed_for_a_missing_command() -> Non
             pass  # pragma: no cover
 
 
+async def test_open_toolset_raises_connect_failed_when_nothing_listens() -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = mcp.HttpServer(name="nobody", url=f"http://127.0.0.1:{port}/mcp")
+    with pytest.raises(mcp.ConnectFailed, match="could not connect to MCP server 'nobody': "):
+        async with mcp.open_toolset(spec):
+            pass  # pragma: no cover
+
+
 async def test_a_closed_group_refuses_to_connect() -> None:
     group = mcp.open_group()
     with pytest.raises(mcp.ToolsetClosed):
@@ -248,3 +271,52 @@ async def test_connect_timeout_over_http_to_a_server_that_never_answers() -> Non
                 pass  # pragma: no cover
         assert anyio.current_time() - started < 0.5 + STOP_BOUND
         tg.cancel_scope.cancel()
+
+
+# The same cases over streamable HTTP, against the shared server (its process is the test's
+# own; what must not be left behind is a task, a connection or a RuntimeError).
+
+
+@pytest.mark.filterwarnings("ignore:Async generator 'httpx2[.]:ResourceWarning")
+@pytest.mark.filterwarnings("ignore:Async generator 'httpcore2[.]:ResourceWarning")
+async def test_http_toolsets_opened_in_some_tasks_and_closed_out_of_order_in_others(
+    http_server: HttpServerProcess,
+) -> None:
+    async with mcp.open_group() as group:
+        toolsets: dict[int, mcp.McpToolset] = {}
+
+        async def open_one(i: int) -> None:
+            spec = http_spec(http_server.url, name=f"h{i}", prefix=f"h{i}_")
+            toolsets[i] = await group.connect(spec)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(3):
+                tg.start_soon(open_one, i)
+        for closing in (2, 0, 1):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(toolsets[closing].aclose)
+            assert toolsets[closing].state == "closed"
+            for i, toolset in toolsets.items():
+                if toolset.state != "closed":
+                    assert text(await call(toolset, f"h{i}_echo", text="on")) == "on"
+        assert group.get_tools() == []
+
+
+@pytest.mark.filterwarnings("ignore:Async generator 'httpx2[.]:ResourceWarning")
+@pytest.mark.filterwarnings("ignore:Async generator 'httpcore2[.]:ResourceWarning")
+async def test_http_outer_cancellation_mid_call(http_server: HttpServerProcess) -> None:
+    started = anyio.current_time()
+    with anyio.CancelScope() as outer:
+        async with mcp.open_toolset(http_spec(http_server.url)) as toolset:
+            pending = Pending(toolset, "hang")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pending.run)
+                await pending.hanging.wait()
+                outer.cancel()
+    assert outer.cancelled_caught
+    assert pending.result is None
+    assert toolset.state == "closed"
+    assert anyio.current_time() - started < STOP_BOUND
+    # The server is fine and serves the next client.
+    async with mcp.open_toolset(http_spec(http_server.url)) as again:
+        assert text(await call(again, "echo", text="still")) == "still"

@@ -72,7 +72,7 @@ def test_payload_for_every_block_type() -> None:
         ],
         tools=[ToolSchema(name="zoom", description="Zoom in.", parameters={"type": "object"})],
     )
-    body = make().payload(model, history, StreamOptions(temperature=0.3))
+    body = make(prompt_caching=False).payload(model, history, StreamOptions(temperature=0.3))
     assert body == {
         "system": [{"text": "Be brief."}],
         "messages": [
@@ -190,9 +190,11 @@ async def test_agent_run_over_loopback() -> None:
                     "content": [{"text": "21"}],
                     "status": "success",
                 }
-            }
+            },
+            {"cachePoint": {"type": "default"}},  # Nova caches: the history's last point
         ],
     }
+    assert second["messages"][0]["content"][-1] == {"cachePoint": {"type": "default"}}
 
 
 def test_thinking_leaves_room_to_answer() -> None:

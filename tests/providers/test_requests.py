@@ -124,7 +124,12 @@ def test_anthropic_payload() -> None:
             {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
         ],
         "tools": [
-            {"name": "weather", "description": "Weather for a city.", "input_schema": SCHEMA}
+            {
+                "name": "weather",
+                "description": "Weather for a city.",
+                "input_schema": SCHEMA,
+                "cache_control": {"type": "ephemeral"},  # the tools' breakpoint
+            }
         ],
         "messages": [
             {
@@ -172,6 +177,8 @@ def test_anthropic_payload() -> None:
                         "tool_use_id": "call_2",
                         "content": [{"type": "text", "text": "no such city"}],
                         "is_error": True,
+                        # The last stable point: where the previous turn's request ended.
+                        "cache_control": {"type": "ephemeral"},
                     },
                 ],
             },

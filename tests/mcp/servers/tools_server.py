@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 MARKERS = Path(os.environ["MARKER_DIR"]) if os.environ.get("MARKER_DIR") else None
 if MARKERS is not None and (MARKERS / "refuse_start").exists():
@@ -120,10 +121,24 @@ async def grow(name: str, ctx: Context) -> str:
     return "grown"
 
 
+class HangOnDelete:
+    """ASGI middleware: a DELETE (the end of a session) is never answered."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            await anyio.sleep_forever()
+        await self.app(scope, receive, send)
+
+
 def serve_http(port: int) -> None:
     import uvicorn
 
-    app = mcp.streamable_http_app(host="127.0.0.1")
+    app: Any = mcp.streamable_http_app(host="127.0.0.1")
+    if os.environ.get("HANG_ON_DELETE"):
+        app = HangOnDelete(app)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))

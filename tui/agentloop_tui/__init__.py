@@ -1,0 +1,55 @@
+"""agentloop_tui: the terminal UI of the agentloop coding agent, in Textual.
+
+==========================  =========================================================
+name                        what it is
+==========================  =========================================================
+``AgentApp``                the Textual application around a ``CodingSession``
+``Conversation``            the view model: entries and status fed by agent events,
+                            shown by the app (full screen or inline) and by tests
+``Status``                  what the status bar shows, the context gauge included
+``ContextGauge``            the context window's estimated fill, counted per message
+``MarkdownBlocks``          streamed markdown cut into finished blocks and a tail
+``parse_diff``,             unified diffs read, and shown syntax-highlighted
+``render_diff``
+``edit_prompt``             a prompt written in ``$EDITOR``
+``main``                    ``agentloop tui``
+==========================  =========================================================
+
+Textual runs on asyncio, so the app runs the agent on anyio's asyncio backend. This package
+imports ``agentloop_coding`` and below; nothing there imports it (``agentloop`` finds it when
+the ``[tui]`` extra is installed).
+"""
+
+from ._app import AgentApp as AgentApp, SessionStarter as SessionStarter
+from ._diff import ParsedDiff as ParsedDiff, parse_diff as parse_diff, render_diff as render_diff
+from ._editor import EditorError as EditorError, edit_prompt as edit_prompt
+from ._main import main as main, print_transcript as print_transcript
+from ._markdown import MarkdownBlocks as MarkdownBlocks
+from ._status import ContextGauge as ContextGauge, Status as Status
+from ._view import (
+    AssistantEntry as AssistantEntry,
+    Conversation as Conversation,
+    NoticeEntry as NoticeEntry,
+    ToolEntry as ToolEntry,
+    UserEntry as UserEntry,
+)
+
+__all__ = [
+    "AgentApp",
+    "AssistantEntry",
+    "ContextGauge",
+    "Conversation",
+    "EditorError",
+    "MarkdownBlocks",
+    "NoticeEntry",
+    "ParsedDiff",
+    "SessionStarter",
+    "Status",
+    "ToolEntry",
+    "UserEntry",
+    "edit_prompt",
+    "main",
+    "parse_diff",
+    "print_transcript",
+    "render_diff",
+]

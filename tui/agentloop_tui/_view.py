@@ -1,0 +1,512 @@
+"""The view model: what the terminal UI shows, as plain data fed by the agent's events.
+
+``Conversation.feed(event)`` turns each ``AgentEvent`` into entries — the user's messages,
+the assistant's answers (markdown cut into blocks as it streams, thinking, a PLAN mark when
+made in plan mode), tool blocks (status, output, diff), notices — and the ``Status`` the
+status bar shows. It records what changed since the last look (``take_changes``), so a
+display updates only those entries, at its own frame rate. Full screen and inline mode are
+two displays of the same model; tests read it without any terminal.
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import count
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from agentloop import (
+    AgentEnd,
+    AgentStart,
+    AssistantMessage,
+    ContextCompacted,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    StopReason,
+    StreamRetry,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    ToolResultMessage,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    extract_text,
+)
+from agentloop.stream import TextDelta, TextStart, ThinkingDelta, ThinkingEnd, ThinkingStart
+
+from ._markdown import MarkdownBlocks
+from ._status import Status
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from agentloop import AgentEvent, AgentMessage
+
+__all__ = [
+    "AUTO_COLLAPSE_SECONDS",
+    "AssistantEntry",
+    "Conversation",
+    "Entry",
+    "NoticeEntry",
+    "TextPart",
+    "ThinkingPart",
+    "ToolEntry",
+    "ToolStatus",
+    "UserEntry",
+]
+
+AUTO_COLLAPSE_SECONDS = 3.0
+"""How long a finished tool block stays open before it folds to one line."""
+
+ToolStatus: TypeAlias = Literal["running", "done", "error", "cancelled"]
+_ids = count(1)
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first non-blank line of ``text``, cut at ``limit`` characters."""
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+class Entry:
+    """One item of the conversation; ``id`` is unique for the life of the process."""
+
+    kind: str = "entry"
+
+    def __init__(self) -> None:
+        self.id = next(_ids)
+
+
+class UserEntry(Entry):
+    kind = "user"
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class TextPart:
+    """Answer text: markdown in finished blocks and an open tail."""
+
+    kind = "text"
+
+    def __init__(self) -> None:
+        self.markdown = MarkdownBlocks()
+
+
+class ThinkingPart:
+    """The model's reasoning: shown dimmed, folded to one line once it is over."""
+
+    kind = "thinking"
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.done = False
+        self.collapsed = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+class AssistantEntry(Entry):
+    """An answer. ``streaming`` while it arrives; ``plan`` when made in plan mode."""
+
+    kind = "assistant"
+
+    def __init__(self, *, plan: bool = False) -> None:
+        super().__init__()
+        self.parts: list[TextPart | ThinkingPart] = []
+        self._by_index: dict[int, TextPart | ThinkingPart] = {}
+        self.streaming = True
+        self.plan = plan
+        self.error: str | None = None
+        self.aborted = False
+
+    def part(self, index: int, kind: type[TextPart | ThinkingPart]) -> Any:
+        found = self._by_index.get(index)
+        if not isinstance(found, kind):
+            found = kind()
+            self._by_index[index] = found
+            self.parts.append(found)
+        return found
+
+    @property
+    def text(self) -> str:
+        """The answer's markdown (thinking left out), as it arrived."""
+        return "".join(p.markdown.text for p in self.parts if isinstance(p, TextPart))
+
+    def code_blocks(self) -> list[str]:
+        """The fenced code blocks of the answer, their fences removed."""
+        blocks: list[str] = []
+        current: list[str] | None = None
+        fence = ""
+        for line in self.text.splitlines(keepends=True):
+            stripped = line.strip()
+            if current is None and stripped[:3] in ("```", "~~~"):
+                current, fence = [], stripped[:3]
+            elif current is not None and stripped.startswith(fence) and not stripped.strip(fence):
+                blocks.append("".join(current))
+                current = None
+            elif current is not None:
+                current.append(line)
+        if current is not None:
+            blocks.append("".join(current))
+        return blocks
+
+
+class ToolEntry(Entry):
+    """A tool call's block: collapsed to one line, or expanded to its output or diff."""
+
+    kind = "tool"
+
+    def __init__(self, call_id: str, name: str, arguments: Any, title: str) -> None:
+        super().__init__()
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.title = title
+        self.status: ToolStatus = "running"
+        self.output = ""
+        self.diff: str | None = None
+        self.expanded = True
+        self.collapse_at: float | None = None
+
+    @property
+    def summary(self) -> str:
+        """The first line of the output (or of the error)."""
+        return first_line(self.output)
+
+
+class NoticeEntry(Entry):
+    """A line from the application itself: command output, a warning, an error."""
+
+    kind = "notice"
+
+    def __init__(self, text: str, *, level: Literal["info", "warning", "error"] = "info") -> None:
+        super().__init__()
+        self.text = text
+        self.level = level
+
+
+AnyEntry: TypeAlias = UserEntry | AssistantEntry | ToolEntry | NoticeEntry
+
+
+class Conversation:
+    """The state of the UI: entries, status, selections. See the module docs.
+
+    Args:
+        title: names a tool call in one line, from its tool's name and arguments.
+        clock: the time in seconds (for folding tool blocks after ``auto_collapse``).
+        auto_collapse: seconds a finished tool block stays expanded (``None``: stays).
+    """
+
+    def __init__(
+        self,
+        *,
+        title: Callable[[str, Any], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        auto_collapse: float | None = AUTO_COLLAPSE_SECONDS,
+    ) -> None:
+        self.title = title or (lambda name, _arguments: name)
+        self.clock = clock
+        self.auto_collapse = auto_collapse
+        self.entries: list[AnyEntry] = []
+        self.status = Status()
+        self.selected_tool: int | None = None  # an index into tool_entries()
+        self.show_thinking = False
+        self._tools: dict[str, ToolEntry] = {}
+        self._answer: AssistantEntry | None = None
+        self._abort_requested = False
+        self._added: list[AnyEntry] = []
+        self._changed: set[int] = set()
+
+    # ---------------------------------------------------------------- changes
+
+    def take_changes(self) -> tuple[list[AnyEntry], list[AnyEntry]]:
+        """The entries added and the entries changed since the last call (then forgotten)."""
+        added, self._added = self._added, []
+        new = {e.id for e in added}
+        changed = [e for e in self.entries if e.id in self._changed and e.id not in new]
+        self._changed = set()
+        return added, changed
+
+    def _add(self, entry: AnyEntry) -> None:
+        self.entries.append(entry)
+        self._added.append(entry)
+
+    def touch(self, entry: Entry) -> None:
+        self._changed.add(entry.id)
+
+    def notice(self, text: str, *, level: Literal["info", "warning", "error"] = "info") -> None:
+        """Show a line from the application."""
+        self._add(NoticeEntry(text, level=level))
+
+    def clear(self) -> None:
+        """Forget every entry (a new conversation)."""
+        self.entries.clear()
+        self._tools.clear()
+        self._answer = None
+        self.selected_tool = None
+        self._added.clear()
+        self._changed.clear()
+
+    def request_abort(self) -> None:
+        """The user asked to abort: the run's end shows as aborted."""
+        self._abort_requested = True
+
+    # ---------------------------------------------------------------- events
+
+    def feed(self, event: AgentEvent) -> None:
+        """Apply one event."""
+        kind = type(event)
+        if kind is MessageUpdate:
+            assert isinstance(event, MessageUpdate)
+            self._update(event)
+        elif kind is MessageStart:
+            assert isinstance(event, MessageStart)
+            message = event.message
+            if type(message) is AssistantMessage:
+                self._answer = AssistantEntry(plan=self.status.mode == "plan")
+                self._add(self._answer)
+            elif type(message) is UserMessage:
+                assert isinstance(message, UserMessage)
+                self._add(UserEntry(extract_text(message.content)))
+        elif kind is MessageEnd:
+            assert isinstance(event, MessageEnd)
+            if type(event.message) is AssistantMessage:
+                assert isinstance(event.message, AssistantMessage)
+                self._end_answer(event.message)
+        elif kind is ToolExecutionStart:
+            assert isinstance(event, ToolExecutionStart)
+            entry = ToolEntry(
+                event.call_id, event.name, event.arguments, self.title(event.name, event.arguments)
+            )
+            self._tools[event.call_id] = entry
+            self._add(entry)
+        elif kind is ToolExecutionUpdate:
+            assert isinstance(event, ToolExecutionUpdate)
+            found = self._tools.get(event.call_id)
+            if found is not None:
+                found.output = extract_text(event.update.content)
+                self.touch(found)
+        elif kind is ToolExecutionEnd:
+            assert isinstance(event, ToolExecutionEnd)
+            self._end_tool(event)
+        elif kind is TurnStart:
+            assert isinstance(event, TurnStart)
+            self.status.turn += 1
+        elif kind is TurnEnd:
+            self.status.changed = True
+        elif kind is AgentStart:
+            self._abort_requested = False
+            self.status.state = "running"
+            self.status.turn = 0
+            self.status.changed = True
+        elif kind is AgentEnd:
+            assert isinstance(event, AgentEnd)
+            self._end_run(event)
+        elif kind is ContextCompacted:
+            assert isinstance(event, ContextCompacted)
+            self.notice(f"context compacted: {event.report}")
+        elif kind is StreamRetry:
+            assert isinstance(event, StreamRetry)
+            self.notice(
+                f"retrying (attempt {event.attempt}) in {event.delay:.1f} s: {event.message}",
+                level="warning",
+            )
+
+    def _update(self, event: MessageUpdate) -> None:
+        answer = self._answer
+        if answer is None:
+            return
+        inner = event.event
+        kind = type(inner)
+        if kind is TextDelta:
+            assert isinstance(inner, TextDelta)
+            answer.part(inner.index, TextPart).markdown.append(inner.delta)
+        elif kind is ThinkingDelta:
+            assert isinstance(inner, ThinkingDelta)
+            answer.part(inner.index, ThinkingPart).pieces.append(inner.delta)
+        elif kind is TextStart:
+            assert isinstance(inner, TextStart)
+            answer.part(inner.index, TextPart)
+        elif kind is ThinkingStart:
+            assert isinstance(inner, ThinkingStart)
+            answer.part(inner.index, ThinkingPart)
+        elif kind is ThinkingEnd:
+            assert isinstance(inner, ThinkingEnd)
+            thinking = answer.part(inner.index, ThinkingPart)
+            thinking.done = True
+            thinking.collapsed = not self.show_thinking
+        else:
+            return
+        self._changed.add(answer.id)
+
+    def _end_answer(self, message: AssistantMessage) -> None:
+        answer = self._answer
+        if answer is None:
+            return
+        if not answer.parts and message.content:
+            # Not streamed (a provider that sent the whole answer at once): show it anyway.
+            text = extract_text(message.content)
+            if text:
+                answer.part(0, TextPart).markdown.append(text)
+        for part in answer.parts:
+            if isinstance(part, TextPart):
+                part.markdown.close()
+            else:
+                part.done = True
+                part.collapsed = not self.show_thinking
+        answer.streaming = False
+        answer.aborted = message.stop_reason is StopReason.ABORTED
+        if message.error_message and not answer.aborted:
+            answer.error = message.error_message
+        self.status.add_usage(message)
+        self._answer = None
+        self.touch(answer)
+
+    def _end_tool(self, event: ToolExecutionEnd) -> None:
+        entry = self._tools.get(event.call_id)
+        if entry is None:
+            return
+        entry.output = extract_text(event.result.content)
+        entry.status = "error" if event.is_error else "done"
+        if entry.output.startswith("tool call cancelled"):
+            entry.status = "cancelled"
+        details = event.result.details
+        if isinstance(details, dict) and isinstance(details.get("diff"), str):
+            entry.diff = details["diff"]
+        if self.auto_collapse is not None:
+            entry.expanded = True
+            entry.collapse_at = self.clock() + self.auto_collapse
+        self.touch(entry)
+
+    def _end_run(self, event: AgentEnd) -> None:
+        if self._answer is not None:
+            self._answer.streaming = False
+            self.touch(self._answer)
+            self._answer = None
+        for entry in self._tools.values():
+            if entry.status == "running":
+                entry.status = "cancelled"
+                self.touch(entry)
+        last = next(
+            (m for m in reversed(event.messages) if type(m) is AssistantMessage),
+            None,
+        )
+        stop = last.stop_reason if isinstance(last, AssistantMessage) else None
+        if self._abort_requested or stop is StopReason.ABORTED:
+            self.status.state = "aborted"
+        elif stop is StopReason.ERROR:
+            self.status.state = "error"
+        else:
+            self.status.state = "idle"
+        self._abort_requested = False
+        self.status.changed = True
+
+    def load(self, messages: Sequence[AgentMessage]) -> None:
+        """Show a stored history (a resumed session): answers whole, tool blocks folded."""
+        for message in messages:
+            if type(message) is UserMessage:
+                assert isinstance(message, UserMessage)
+                self._add(UserEntry(extract_text(message.content)))
+            elif type(message) is AssistantMessage:
+                assert isinstance(message, AssistantMessage)
+                self._load_answer(message)
+            elif type(message) is ToolResultMessage:
+                assert isinstance(message, ToolResultMessage)
+                found = self._tools.get(message.tool_call_id)
+                if found is not None:
+                    found.output = extract_text(message.content)
+                    found.status = "error" if message.is_error else "done"
+                    details = message.details
+                    if isinstance(details, dict) and isinstance(details.get("diff"), str):
+                        found.diff = details["diff"]
+
+    def _load_answer(self, message: AssistantMessage) -> None:
+        answer = AssistantEntry()
+        calls: list[ToolEntry] = []
+        for index, block in enumerate(message.content):
+            if isinstance(block, Text) and block.text:
+                answer.part(index, TextPart).markdown.append(block.text)
+            elif isinstance(block, Thinking) and block.thinking:
+                answer.part(index, ThinkingPart).pieces.append(block.thinking)
+            elif isinstance(block, ToolCall):
+                title = self.title(block.name, block.arguments)
+                entry = ToolEntry(block.id, block.name, block.arguments, title)
+                entry.expanded = False
+                self._tools[block.id] = entry
+                calls.append(entry)
+        self._add(answer)
+        self._answer = answer
+        self._end_answer(message)
+        for entry in calls:
+            self._add(entry)
+
+    # ---------------------------------------------------------------- tool blocks
+
+    def tool_entries(self) -> list[ToolEntry]:
+        return [e for e in self.entries if isinstance(e, ToolEntry)]
+
+    def tick(self) -> list[ToolEntry]:
+        """Fold the tool blocks whose time is up; returns them."""
+        now = self.clock()
+        folded = []
+        for entry in self._tools.values():
+            if entry.collapse_at is not None and now >= entry.collapse_at:
+                entry.collapse_at = None
+                entry.expanded = False
+                self.touch(entry)
+                folded.append(entry)
+        return folded
+
+    def select_tool(self, step: int) -> ToolEntry | None:
+        """Move the tool-block selection by ``step`` (wrapping); returns the selected block."""
+        tools = self.tool_entries()
+        if not tools:
+            return None
+        previous = self.selected_tool
+        if previous is None or previous >= len(tools):
+            # Nothing selected yet: left starts from the newest block, right from the oldest.
+            self.selected_tool = len(tools) - 1 if step < 0 else 0
+        else:
+            self.selected_tool = (previous + step) % len(tools)
+        if previous is not None and previous < len(tools):
+            self.touch(tools[previous])
+        chosen = tools[self.selected_tool]
+        self.touch(chosen)
+        return chosen
+
+    def toggle_tool(self) -> ToolEntry | None:
+        """Expand or collapse the selected tool block (the newest when none is selected)."""
+        tools = self.tool_entries()
+        if not tools:
+            return None
+        if self.selected_tool is None or self.selected_tool >= len(tools):
+            self.selected_tool = len(tools) - 1
+        entry = tools[self.selected_tool]
+        entry.expanded = not entry.expanded
+        entry.collapse_at = None
+        self.touch(entry)
+        return entry
+
+    def toggle_thinking(self) -> None:
+        """Show or fold every finished thinking block."""
+        self.show_thinking = not self.show_thinking
+        for entry in self.entries:
+            if isinstance(entry, AssistantEntry):
+                for part in entry.parts:
+                    if isinstance(part, ThinkingPart) and part.done:
+                        part.collapsed = not self.show_thinking
+                self.touch(entry)
+
+    def last_answer(self) -> AssistantEntry | None:
+        return next((e for e in reversed(self.entries) if isinstance(e, AssistantEntry)), None)
