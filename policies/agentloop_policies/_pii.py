@@ -238,7 +238,10 @@ class PiiRedactor:
         # "mail [REDACTED:email]"
 
     Args:
-        emails, phones, cards, secrets: which kinds to redact (all by default).
+        emails: whether to redact email addresses (default: yes).
+        phones: whether to redact phone numbers (default: yes).
+        cards: whether to redact card numbers (default: yes).
+        secrets: whether to redact key-like secrets and tokens (default: yes).
         extra: more patterns, by kind name; each match is replaced whole.
         replacement: the text put in place of a match; ``{kind}`` names what was removed.
     """

@@ -64,11 +64,14 @@ class RecommendedPolicies:
         roots: directories file paths must stay in (default: the current working directory);
             ``None`` leaves out the sandbox.
         max_turns: turn limit per run; ``None`` leaves it out.
-        max_tokens, max_cost: budget per run; both ``None`` leaves the budget out.
+        max_tokens: token budget per run (with ``max_cost``; both ``None`` leaves it out).
+        max_cost: cost budget per run.
         deny: tool name patterns to deny; ``None`` or empty leaves the deny list out.
         paths: per-tool path arguments for the sandbox (see ``Sandbox``).
-        extra_pre_turn, extra_pre_dispatch, extra_post_turn, extra_post_loop: more policies,
-            run after the bundled ones of the same slot.
+        extra_pre_turn: more pre-turn policies, run after the bundled ones.
+        extra_pre_dispatch: more pre-dispatch policies, run after the bundled ones.
+        extra_post_turn: more post-turn policies, run after the bundled ones.
+        extra_post_loop: more post-loop policies, run after the bundled ones.
 
     Attributes:
         max_turns, budget, deny_list, sandbox: the bundled policies (``None`` when left out).

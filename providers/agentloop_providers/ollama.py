@@ -244,11 +244,8 @@ def _decode_arguments(text: str) -> Any:
 
 
 class OllamaProvider(HttpProvider):
-    """``StreamFn`` for Ollama's ``/api/chat``.
-
-    Args:
-        **kwargs: see ``HttpProvider`` (``base_url``, ``api_key``, ``client``, timeouts).
-    """
+    """``StreamFn`` for Ollama's ``/api/chat``; constructed as ``HttpProvider`` is
+    (``base_url``, ``api_key``, ``client``, timeouts)."""
 
     provider_name: ClassVar[str] = "ollama"
     env_var: ClassVar[str | None] = "OLLAMA_API_KEY"

@@ -1,4 +1,11 @@
-"""The one-way dependencies: providers -> core, policies -> core, core -> neither.
+"""The one-way dependencies, toward the core: each package may import only the ones below it.
+
+    agentloop                      nothing of ours
+    providers, policies, mcp,      the core
+    otel, eval, temporal
+    coding                         the core, providers, policies
+    tui                            the core, providers, policies, coding
+
 
 Checked twice: by importing in a clean interpreter and looking at ``sys.modules`` (what really
 loads), and by reading the source (imports hidden inside functions, which load only later).
@@ -15,11 +22,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_DIRS = {
+_ALL_DIRS = {
     "agentloop": ROOT / "agentloop",
     "agentloop_providers": ROOT / "providers" / "agentloop_providers",
     "agentloop_policies": ROOT / "policies" / "agentloop_policies",
+    "agentloop_mcp": ROOT / "integrations" / "agentloop_mcp",
+    "agentloop_otel": ROOT / "integrations" / "agentloop_otel",
+    "agentloop_temporal": ROOT / "integrations" / "agentloop_temporal",
+    "agentloop_eval": ROOT / "eval" / "agentloop_eval",
+    "agentloop_coding": ROOT / "coding" / "agentloop_coding",
+    "agentloop_tui": ROOT / "tui" / "agentloop_tui",
 }
+PACKAGE_DIRS = {name: path for name, path in _ALL_DIRS.items() if path.is_dir()}
+OURS = set(_ALL_DIRS)
+CORE_ONLY = {"agentloop"}
+MAY_IMPORT = {
+    "agentloop": set(),
+    "agentloop_providers": CORE_ONLY,
+    "agentloop_policies": CORE_ONLY,
+    "agentloop_mcp": CORE_ONLY,
+    "agentloop_otel": CORE_ONLY,
+    "agentloop_temporal": CORE_ONLY,
+    "agentloop_eval": CORE_ONLY,
+    "agentloop_coding": {"agentloop", "agentloop_providers", "agentloop_policies"},
+    "agentloop_tui": {
+        "agentloop",
+        "agentloop_providers",
+        "agentloop_policies",
+        "agentloop_coding",
+    },
+}
+# Layers built on asyncio-only libraries choose anyio's asyncio backend explicitly (Textual,
+# Temporal's workflow loop, the ACP SDK); everything else never imports asyncio.
+ASYNCIO_ALLOWED = {"agentloop_tui", "agentloop_temporal"}
 
 _PROBE = """
 import importlib, json, pkgutil, sys
@@ -137,9 +172,24 @@ def offending_imports(package: str, forbidden: set[str]) -> list[str]:
     return hits
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGE_DIRS))
+@pytest.mark.parametrize("package", sorted(set(PACKAGE_DIRS) - ASYNCIO_ALLOWED))
 def test_no_library_module_imports_asyncio(package: str) -> None:
     assert offending_imports(package, {"asyncio"}) == []
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGE_DIRS))
+def test_each_package_imports_only_the_packages_below_it(package: str) -> None:
+    forbidden = OURS - MAY_IMPORT[package] - {package}
+    assert offending_imports(package, forbidden) == []
+
+
+def test_every_package_of_the_distribution_is_checked() -> None:
+    import tomllib
+
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    packages = {Path(p).name for p in wheel["targets"]["wheel"]["packages"]}
+    assert packages <= set(PACKAGE_DIRS)
+    assert packages == set(PACKAGE_DIRS)
 
 
 def test_core_source_never_imports_httpx_trio_or_siblings() -> None:
