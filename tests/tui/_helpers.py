@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
+from textual.geometry import Region
 
 import agentloop as al
 from agentloop.testing import events_for
@@ -21,12 +22,23 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
     from pathlib import Path
 
+    from textual.app import App
     from textual.pilot import Pilot
+    from textual.widget import Widget
 
     from agentloop.abc import SessionStore
     from agentloop.stream import AssistantMessageEvent
 
-__all__ = ["SYSTEM", "Pause", "PausingModel", "make_app", "settle", "wait_until"]
+__all__ = [
+    "SYSTEM",
+    "Pause",
+    "PausingModel",
+    "make_app",
+    "screen_text",
+    "settle",
+    "text_of",
+    "wait_until",
+]
 
 SYSTEM = "You are a test."
 
@@ -72,7 +84,11 @@ class PausingModel:
     def __call__(
         self, model: al.ModelSpec, context: Any, options: al.StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
-        self.contexts.append(context)
+        # A copy: the loop goes on appending to the context's lists.
+        snapshot = msgspec.structs.replace(
+            context, messages=list(context.messages), tools=list(context.tools)
+        )
+        self.contexts.append(snapshot)
         item = self.script.pop(0) if self.script else al.testing.reply_text("(script over)")
         return self._play(item)
 
@@ -137,3 +153,15 @@ async def wait_until(pilot: Pilot[Any], done: Callable[[], bool], what: str = "i
             await pilot.pause()
             await anyio.lowlevel.checkpoint()
     await settle(pilot)
+
+
+def text_of(widget: Widget) -> str:
+    """What ``widget`` shows, as plain text."""
+    region = Region(0, 0, widget.size.width, widget.size.height)
+    return "\n".join(strip.text.rstrip() for strip in widget.render_lines(region))
+
+
+def screen_text(app: App[Any]) -> str:
+    """What the whole screen shows, as plain text (what the terminal would display)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text.rstrip() for strip in strips)

@@ -3,7 +3,7 @@ all deletions, side by side past a width (PRD §17 criteria 21 and 22)."""
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from agentloop_coding import unified_diff
 from agentloop_tui import parse_diff, render_diff
@@ -12,7 +12,7 @@ OLD = 'def greet():\n    print("hello")\n\n\ngreet()\n'
 NEW = 'def greet(name):\n    print("hello", name)\n\n\ngreet("world")\n'
 
 
-def _lines(renderable: object, width: int = 100) -> list[list[tuple[str, str]]]:
+def _lines(renderable: RenderableType, width: int = 100) -> list[list[tuple[str, str]]]:
     """Each rendered line as (text, style) segments."""
     console = Console(width=width, color_system="truecolor", force_terminal=True)
     rows = console.render_lines(renderable, console.options.update(width=width), pad=False)

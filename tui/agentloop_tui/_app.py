@@ -69,10 +69,10 @@ Screen.-wide #tool-panel { display: block; }
 Screen.-narrow #input { border: none; min-height: 1; border-top: hkey $primary 60%; }
 StatusBar { height: 1; background: $panel; padding: 0 1; }
 .user { margin: 1 0 0 0; text-style: bold; }
-.answer { height: auto; margin: 1 0 0 0; padding: 0 0 0 1; border-left: outer $success 60%; }
+.answer { height: auto; margin: 1 0 0 0; padding: 0 0 0 1; border-left: thick $success 60%; }
 .answer.-plan { border: round $warning; border-title-color: $warning;
     border-title-style: bold; padding: 0 1; }
-.answer.-aborted, .answer.-error { border-left: outer $error; }
+.answer.-aborted, .answer.-error { border-left: thick $error; }
 .answer .footer { color: $error; }
 .text, .block, .tail { height: auto; }
 .block.-above { margin-top: 1; }
@@ -154,7 +154,7 @@ class AgentApp(App[int]):
         self.gauge = ContextGauge()
         self.commands = Commands(self)
         self.running = False
-        self._ready: anyio.Event | None = None
+        self._session_ready: anyio.Event | None = None
         self._views: dict[int, EntryView] = {}
         self._flush_pending = False
         self._last_flush = 0.0
@@ -162,9 +162,9 @@ class AgentApp(App[int]):
     @property
     def ready(self) -> anyio.Event:
         """Set once a session is open (or opening it failed)."""
-        if self._ready is None:
-            self._ready = anyio.Event()  # made in the app's own event loop
-        return self._ready
+        if self._session_ready is None:
+            self._session_ready = anyio.Event()  # made in the app's own event loop
+        return self._session_ready
 
     # ---------------------------------------------------------------- layout
 

@@ -379,7 +379,7 @@ class Conversation:
             return
         entry.output = extract_text(event.result.content)
         entry.status = "error" if event.is_error else "done"
-        if entry.output.startswith("tool call cancelled"):
+        if entry.output.startswith(("tool call cancelled", "tool call aborted")):
             entry.status = "cancelled"
         details = event.result.details
         if isinstance(details, dict) and isinstance(details.get("diff"), str):

@@ -295,12 +295,12 @@ class StatusBar(Static):
             mode = Text(" EXECUTE ", style="bold black on green")
         state = Text(f"● {status.state}", style=self.STATES.get(status.state, ""))
         parts: list[Text | str] = [mode, " ", state]
-        if width >= 60:
+        if width >= 70:
             parts += [" │ ", Text(status.model, style="bold")]
             parts += [f" │ ↑{usage.input:,} ↓{usage.output:,}", f" │ ${status.cost.total:.4f}"]
         if width >= 100:
             parts += [f" │ approve {status.approval}"]
-        parts += [" │ ", _gauge(status, 10 if width >= 80 else 5)]
+        parts += [" │ ", _gauge(status, 10 if width >= 100 else 5)]
         self.update(Text.assemble(*parts))
 
 
