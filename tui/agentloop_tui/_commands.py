@@ -226,8 +226,8 @@ class Commands:
 
     async def editor(self, initial: str) -> None:
         app = self.app
-        prompt = app.query_one("#input")
-        draft = initial or getattr(prompt, "text", "")
+        prompt = app.prompt
+        draft = initial or prompt.text
         try:
             text = app.edit_externally(draft)
         except EditorError as exc:
@@ -236,5 +236,5 @@ class Commands:
         if text is None:
             self.say("editor closed with an empty file: nothing sent")
             return
-        getattr(prompt, "clear", lambda: None)()
+        prompt.clear()
         app.submit(text)
