@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,7 +25,7 @@ WRITE = ("write_file", {"path": "hello.py", "content": 'print("hello")\n'})
 EDIT = ("edit_file", {"path": "hello.py", "old": "hello", "new": "hello, world"})
 
 
-async def _approve(pilot: Pilot[object], app: AgentApp, key: str) -> ApprovalScreen:
+async def _approve(pilot: Pilot[Any], app: AgentApp, key: str) -> ApprovalScreen:
     """Wait for the approval dialog, then answer it with ``key``."""
     while not isinstance(app.screen, ApprovalScreen):
         await pilot.pause()

@@ -203,7 +203,12 @@ class Commands:
         except (ValueError, AlreadyRunning) as exc:
             self.say(f"cannot compact: {exc} (try /compact 20000)", level="error")
             return
-        if not done.dropped:
+        if done.dropped:
+            self.say(
+                f"context compacted: dropped {done.dropped} messages "
+                f"({done.tokens_before:,} -> {done.tokens_after:,} estimated tokens)"
+            )
+        else:
             self.say(f"nothing to compact ({done.tokens_after:,} estimated tokens)")
         self.app.update_gauge()
         self.app._changed()
