@@ -20,12 +20,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
 from agentloop import AgentEnd, ContextCompacted, SessionNotFound, TurnEnd, UnknownModel
-from agentloop_coding import ConfigError, unified_diff
+from agentloop_coding import ConfigError
 from agentloop_policies import ALWAYS_ALLOW
 
 from ._commands import Commands
 from ._editor import edit_prompt
-from ._screens import ApprovalScreen, Setup, SetupScreen
+from ._screens import ApprovalScreen, Setup, SetupScreen, preview_diff
 from ._status import ContextGauge
 from ._view import AUTO_COLLAPSE_SECONDS, Conversation, ToolEntry
 from ._widgets import PromptInput, StatusBar, ToolBlock, ToolPanel, view_for
@@ -56,45 +56,6 @@ class SessionStarter(Protocol):
     ) -> CodingSession: ...
 
 
-CSS = """
-Screen { layout: vertical; }
-Screen:inline { height: 60vh; min-height: 12; }
-#main { height: 1fr; }
-#conversation { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
-#tool-panel { width: 36; display: none; border-left: vkey $primary 50%; padding: 0 1; }
-Screen.-wide #tool-panel { display: block; }
-#queue { height: auto; max-height: 6; display: none; color: $warning; padding: 0 1; }
-#queue.-visible { display: block; }
-#input { height: auto; min-height: 3; max-height: 12; border: round $primary 60%; }
-Screen.-narrow #input { border: none; min-height: 1; border-top: hkey $primary 60%; }
-StatusBar { height: 1; background: $panel; padding: 0 1; }
-.user { margin: 1 0 0 0; text-style: bold; }
-.answer { height: auto; margin: 1 0 0 0; padding: 0 0 0 1; border-left: thick $success 60%; }
-.answer.-plan { border: round $warning; border-title-color: $warning;
-    border-title-style: bold; padding: 0 1; }
-.answer.-aborted, .answer.-error { border-left: thick $error; }
-.answer .footer { color: $error; }
-.text, .block, .tail { height: auto; }
-.block.-above { margin-top: 1; }
-.block.-below { margin-bottom: 1; }
-.thinking { height: auto; color: $text-muted; text-style: italic; }
-.tool { height: auto; margin: 0 0 0 2; padding: 0 1; background: $boost; }
-.tool.-expanded { border-left: tall $accent 50%; }
-.tool.-error { border-left: tall $error; }
-.tool.-selected { background: $accent 25%; }
-.notice { color: $text-muted; margin: 1 0 0 0; }
-.notice.-error { color: $error; }
-.notice.-warning { color: $warning; }
-ModalScreen { align: center middle; }
-ModalScreen #dialog { width: 90%; max-width: 110; height: auto; max-height: 90%;
-    border: thick $warning; background: $surface; padding: 1 2; }
-ModalScreen #details { height: auto; max-height: 20; margin: 1 0; }
-ModalScreen #buttons { height: auto; }
-ModalScreen #buttons Button { margin: 0 1 0 0; }
-ModalScreen #sessions { height: auto; max-height: 20; }
-"""
-
-
 class AgentApp(App[int]):
     """The terminal UI of the coding agent.
 
@@ -108,7 +69,7 @@ class AgentApp(App[int]):
         cursor_blink: whether the input's cursor blinks (off for reproducible screenshots).
     """
 
-    CSS = CSS
+    CSS_PATH = "app.tcss"
     TITLE = "agentloop"
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
@@ -314,7 +275,10 @@ class AgentApp(App[int]):
     async def ask(self, call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
         """The session's ``ask``: a modal dialog. Anything but yes or always refuses."""
         screen = ApprovalScreen(
-            call.name, self._title(call.name, call.arguments), call.arguments, self._preview(call)
+            call.name,
+            self._title(call.name, call.arguments),
+            call.arguments,
+            preview_diff(self.session, call),
         )
         answered = anyio.Event()
         box: list[str | None] = []
@@ -333,26 +297,6 @@ class AgentApp(App[int]):
         if answer == "always":
             return ALWAYS_ALLOW
         return answer == "yes"
-
-    def _preview(self, call: ToolCall) -> str | None:
-        """The diff a file edit would make, for the dialog (``None`` when not an edit)."""
-        session, args = self.session, call.arguments
-        if session is None or not isinstance(args, dict) or not isinstance(args.get("path"), str):
-            return None
-        if call.name not in ("write_file", "edit_file"):
-            return None
-        try:
-            path = session.workspace.resolve(args["path"])
-            old = path.read_text(encoding="utf-8") if path.is_file() else ""
-            if call.name == "write_file":
-                new = str(args.get("content", ""))
-            elif args.get("replace_all"):
-                new = old.replace(str(args["old"]), str(args["new"]))
-            else:
-                new = old.replace(str(args["old"]), str(args["new"]), 1)
-            return unified_diff(old, new, session.workspace.display(path))
-        except (OSError, ValueError, KeyError):
-            return None  # a preview is a convenience: without one, the dialog shows arguments
 
     # ---------------------------------------------------------------- drawing
 

@@ -12,16 +12,21 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from agentloop_coding import unified_diff
+
 from ._diff import render_diff
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual.app import ComposeResult
 
+    from agentloop import ToolCall
     from agentloop.sessions import SessionInfo
+    from agentloop_coding import CodingSession
 
 __all__ = [
     "Answer",
+    "preview_diff",
     "ApprovalScreen",
     "HelpScreen",
     "SessionPicker",
@@ -30,6 +35,27 @@ __all__ = [
 ]
 
 Answer: TypeAlias = Literal["yes", "always", "no"]
+
+
+def preview_diff(session: CodingSession | None, call: ToolCall) -> str | None:
+    """The diff a file edit would make, for the dialog (``None`` when not an edit)."""
+    args = call.arguments
+    if session is None or not isinstance(args, dict) or not isinstance(args.get("path"), str):
+        return None
+    if call.name not in ("write_file", "edit_file"):
+        return None
+    try:
+        path = session.workspace.resolve(args["path"])
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if call.name == "write_file":
+            new = str(args.get("content", ""))
+        else:
+            new = old.replace(
+                str(args["old"]), str(args["new"]), -1 if args.get("replace_all") else 1
+            )
+        return unified_diff(old, new, session.workspace.display(path))
+    except (OSError, ValueError, KeyError):
+        return None  # a preview is a convenience: without one, the dialog shows arguments
 
 
 class ApprovalScreen(ModalScreen[Answer]):

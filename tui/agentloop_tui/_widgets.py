@@ -17,15 +17,15 @@ from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from ._diff import render_diff
-from ._view import AssistantEntry, NoticeEntry, TextPart, ThinkingPart, ToolEntry, UserEntry
+from ._entries import AssistantEntry, NoticeEntry, TextPart, ThinkingPart, ToolEntry, UserEntry
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual import events
     from textual.app import ComposeResult
 
+    from ._entries import AnyEntry
     from ._status import Status
-    from ._view import AnyEntry
 
 __all__ = [
     "AnswerView",
