@@ -25,6 +25,7 @@ structurally. ``agentloop.Tool`` is a convenient base class for tools with a JSO
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 # Needed at run time: the two type aliases below are built from them.
@@ -280,13 +281,16 @@ class Instrumentation(Protocol):
     never fails a run, and what its ``__exit__`` returns is ignored (it cannot swallow an
     exception). A run without an instrumentation of its own uses the one of the run it is
     nested in (a sub-agent started by a tool). Subclass this protocol to inherit its defaults
-    (which observe nothing) for the hooks you leave out. ``agentloop_otel.OpenTelemetry`` is
+    for the hooks you leave out (they observe nothing; the default ``run`` takes every run on). ``agentloop_otel.OpenTelemetry`` is
     one.
     """
 
     def run(self, run: RunInfo) -> AbstractContextManager[object] | None:
-        """A context manager around the run, or ``None`` to leave the run alone."""
-        return None
+        """A context manager around the run, or ``None`` to leave the run alone.
+
+        The default takes every run on (doing nothing), so that the other hooks are called.
+        """
+        return nullcontext()
 
     def model_call(self, call: ModelCallInfo) -> AbstractContextManager[object] | None:
         """A context manager around one attempt of a model call, or ``None``."""

@@ -484,3 +484,22 @@ class SuppressesEverything:
 
     def __exit__(self, *exc: object) -> bool:
         return True
+
+
+async def test_a_subclass_writing_only_the_tool_hook_gets_it_called() -> None:
+    seen: list[str] = []
+
+    class ToolsOnly(Instrumentation):
+        @contextmanager
+        def tool_call(self, call: ToolCallInfo) -> Iterator[None]:
+            yield
+            seen.append(call.call.name)
+
+    @al.tool
+    async def noop() -> str:
+        """Nothing."""
+        return ""
+
+    script = [reply_tool_calls(("noop", {})), reply_text("ok")]
+    await agent(script, tools=[noop], instrumentation=ToolsOnly()).prompt("go")
+    assert seen == ["noop"]
