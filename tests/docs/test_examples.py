@@ -55,6 +55,12 @@ PRINTS = {
         "AHOY!!",
     ],
     "docs/policies.md": ["tool call skipped: deleting is not allowed here", "fine", "ok"],
+    "docs/observability.md": [
+        "invoke_agent helper 23\n  chat gpt-4o-mini 14\n  execute_tool lookup",
+        "'gen_ai.client.operation.time_to_first_chunk', 'gen_ai.client.token.usage'",
+        '"content":"Say hello."',
+        "lookup({'term': 'puppy'}) ok",
+    ],
     "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
 }
 
