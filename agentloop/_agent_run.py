@@ -49,7 +49,7 @@ __all__ = [
     "ensure_no_event_loop",
 ]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.agent")
 
 PLAN_MODE_INSTRUCTION = (
     "You are in plan mode. Investigate with the read-only tools available, then answer with a "

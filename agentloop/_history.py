@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["History", "is_failed_answer"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 
 def is_failed_answer(message: AgentMessage) -> bool:

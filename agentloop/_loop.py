@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Emit", "_Run"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 Emit = Callable[["AgentEvent"], None]
 
