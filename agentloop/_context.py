@@ -501,7 +501,7 @@ class SummarizingCompactor:
             after = fixed + index.cum[h] + self.window.counter.count(note) + before - fixed
             after -= index.cum[end]
             if after <= budget:
-                kept = Window(messages, h, end, [note])
+                kept: list[AgentMessage] = Window(messages, h, end, [note])
                 done = Compaction(
                     messages=kept, dropped=end - h, tokens_before=before, tokens_after=after
                 )
