@@ -14,6 +14,7 @@ PreDispatchPolicy  looks at each tool call before it runs              ``pre_dis
 PostTurnPolicy     looks at each turn once its tools ran               ``post_turn_policies=``
 PostLoopPolicy     looks at the run when it would end                  ``post_loop_policies=``
 ApprovalCallback   asks whether a tool call may run                    ``approval=``
+Instrumentation    observes runs, model calls and tool calls           ``instrumentation=``
 =================  ==================================================  =======================
 
 Implementations need not inherit from these: they are ``typing.Protocol`` classes, checked
@@ -33,8 +34,10 @@ from ._types import ToolCall
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
+    from contextlib import AbstractContextManager
 
     from ._errors import ModelError
+    from ._instrumentation import ModelCallInfo, RunInfo, RunNote, ToolCallInfo
     from ._policy import DispatchContext, DispatchVerdict, PolicyContext, PolicyVerdict
     from ._session_store import SessionInfo
     from ._stream import AssistantMessageEvent
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentTool",
     "ApprovalCallback",
+    "Instrumentation",
     "OnUpdate",
     "PostLoopPolicy",
     "PostTurnPolicy",
@@ -255,3 +259,43 @@ class PostLoopPolicy(Protocol):
 
 ApprovalCallback = Callable[[ToolCall, AgentTool | None], Awaitable[ApprovalDecision]]
 """Asked about each tool call that passed the pre-dispatch policies; one that raises rejects."""
+
+
+# --------------------------------------------------------------------------- observability
+
+
+class Instrumentation(Protocol):
+    """Observes runs: a context manager around each run, model call attempt and tool call.
+
+    The loop enters each context manager itself, synchronously: ``run`` in the run's task,
+    around everything from ``AgentStart`` to ``AgentEnd``; ``model_call`` in the run's task,
+    around one attempt (each retry is another); ``tool_call`` in the call's own child task,
+    around ``execute``, so that context variables it sets (the current span, say) are seen by
+    the tool, by a sub-agent the tool runs, and by worker threads (anyio copies the context
+    into them). The info object a hook receives gets the outcome just before the hook exits.
+    ``note`` is told of policy verdicts and of steering that interrupts a batch.
+
+    A hook returns ``None`` to leave its run or call alone; when ``run`` does, no other hook is
+    called for that run. What a hook raises is logged and the hook skipped: an instrumentation
+    never fails a run, and what its ``__exit__`` returns is ignored (it cannot swallow an
+    exception). A run without an instrumentation of its own uses the one of the run it is
+    nested in (a sub-agent started by a tool). Subclass this protocol to inherit its defaults
+    (which observe nothing) for the hooks you leave out. ``agentloop_otel.OpenTelemetry`` is
+    one.
+    """
+
+    def run(self, run: RunInfo) -> AbstractContextManager[object] | None:
+        """A context manager around the run, or ``None`` to leave the run alone."""
+        return None
+
+    def model_call(self, call: ModelCallInfo) -> AbstractContextManager[object] | None:
+        """A context manager around one attempt of a model call, or ``None``."""
+        return None
+
+    def tool_call(self, call: ToolCallInfo) -> AbstractContextManager[object] | None:
+        """A context manager around one tool call, entered in the call's task, or ``None``."""
+        return None
+
+    def note(self, note: RunNote) -> None:
+        """A policy's verdict, or steering interrupting a batch."""
+        return None

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._abc import (
         AgentTool,
         ApprovalCallback,
+        Instrumentation,
         PostLoopPolicy,
         PostTurnPolicy,
         PreDispatchPolicy,
@@ -130,6 +131,9 @@ class Agent(
             the run goes (see ``Agent.from_session``).
         on_message: called with every message committed to the history (e.g. to persist it);
             one that raises is logged and the run goes on.
+        instrumentation: observes the agent's runs, model calls and tool calls (OpenTelemetry
+            spans and metrics with ``agentloop_otel``); its sub-agents use it too unless they
+            have their own. The conversation it reports is the session's id, if any.
 
     Raises:
         UnknownModel: a model string no installed provider resolves.
@@ -167,6 +171,7 @@ class Agent(
         tool_timeout: float | None = None,
         on_message: Callable[[AgentMessage], object] | None = None,
         session: SessionRecorder | None = None,
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         spec, provider = _resolve(model, stream_fn)
         self.name = name
@@ -192,6 +197,7 @@ class Agent(
         self.tool_timeout = tool_timeout
         self.on_message = on_message
         self.session = session
+        self.instrumentation = instrumentation
         self.toolsets: list[Toolset] = list(toolsets)
         self._initial = (system_prompt, spec, provider, tuple(tools), tuple(messages))
         self._lock = threading.Lock()
@@ -334,6 +340,8 @@ class Agent(
             deps=self.deps,
             agent_name=self.name,
             turn_options=turn_options,
+            instrumentation=self.instrumentation,
+            conversation_id=self.session.session_id if self.session is not None else None,
         )
 
     def _output_spec(self, output_type: Any) -> OutputSpec[Any] | None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._abc import (
         AgentTool,
         ApprovalCallback,
+        Instrumentation,
         PostLoopPolicy,
         PostTurnPolicy,
         PreDispatchPolicy,
@@ -137,6 +138,11 @@ class AgentLoopConfig:
         turn_options: called before each model call with the turn's policy context and the
             options the call would use; what it returns is used for that call (to force a
             tool with ``tool_choice`` on one turn, say).
+        instrumentation: observes the run, its model calls and its tool calls (OpenTelemetry
+            with ``agentloop_otel``); see ``agentloop.abc.Instrumentation``. A run without one
+            uses the instrumentation of the run it is nested in, if any.
+        conversation_id: what the instrumentation reports as the run's conversation (an
+            ``Agent`` with a session gives the session's id).
     """
 
     model: ModelSpec
@@ -163,3 +169,5 @@ class AgentLoopConfig:
     deps: Any = None
     agent_name: str = "agent"
     turn_options: Callable[[PolicyContext, StreamOptions], StreamOptions] | None = None
+    instrumentation: Instrumentation | None = None
+    conversation_id: str | None = None

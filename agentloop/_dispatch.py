@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence, Set as AbstractSet
 
     from ._abc import AgentTool
+    from ._instrumentation import Hook, ToolCallInfo
     from ._loop import _Run
 
 __all__ = ["STEERING_CANCELLED", "Batch"]
@@ -192,6 +193,7 @@ class Batch:
                         log.exception("pre-dispatch policy %r raised; it fails open", name)
                         continue
                     log.exception("pre-dispatch policy %r raised; the call is rejected", name)
+                    run.note_verdict("pre_dispatch", name, "reject", call_id=call.id)
                     self._end(
                         slot,
                         AgentToolResult.error(
@@ -205,14 +207,17 @@ class Batch:
                 kind = type(verdict)
                 if kind is Skip:
                     assert isinstance(verdict, Skip)
+                    run.note_verdict("pre_dispatch", policy, "skip", verdict.reason, call.id)
                     self._end(slot, AgentToolResult.error(f"tool call skipped: {verdict.reason}"))
                     return False
                 if kind is Stop:
                     assert isinstance(verdict, Stop)
+                    run.note_verdict("pre_dispatch", policy, "stop", verdict.reason, call.id)
                     self.stopped = f"{run.policy_name(policy)}: {verdict.reason}"
                     return False
                 if kind is Rewrite:
                     assert isinstance(verdict, Rewrite)
+                    run.note_verdict("pre_dispatch", policy, "rewrite", call_id=call.id)
                     slot.arguments = verdict.arguments
                     rewritten = True
                     break
@@ -236,10 +241,12 @@ class Batch:
             decision = Rejected(reason=f"approval failed: {type(exc).__name__}: {exc}")
         if type(decision) is Rejected:
             assert isinstance(decision, Rejected)
+            self.run.note_verdict("approval", "approval", "reject", decision.reason, call.id)
             self._end(slot, AgentToolResult.error(f"tool call rejected: {decision.reason}"))
             return False
         if type(decision) is ApprovedWith:
             assert isinstance(decision, ApprovedWith)
+            self.run.note_verdict("approval", "approval", "rewrite", call_id=call.id)
             slot.arguments = decision.arguments
             return self._check(slot)
         return True
@@ -429,6 +436,12 @@ class Batch:
         ctx = slot.context = ToolContext(call_id, name, on_update, run.config.deps, run.link)
         _current_context.set(ctx)
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout
+        info: ToolCallInfo | None = None
+        hook: Hook | None = None
+        if run.observer is not None:
+            # Entered here, in the call's own task: what it sets is the tool's context too.
+            info, hook = run.observer.tool_call(run.turn, call, slot.arguments, tool)
+        failure: BaseException | None = None
         try:
             if timeout is None:
                 result = await tool.execute(call_id, slot.validated, on_update)
@@ -440,28 +453,41 @@ class Batch:
                     slot.result = AgentToolResult.error(
                         f"tool call timed out after {timeout:g} seconds"
                     )
+                    if info is not None:
+                        info.timed_out = True
                     return
+            if not isinstance(result, AgentToolResult):
+                slot.result = AgentToolResult.error(
+                    f"tool {name!r} returned {type(result).__name__}, not AgentToolResult"
+                )
+                return
+            slot.result = result
         except Exception as exc:
             log.debug("tool %s raised", name, exc_info=True)
             slot.result = AgentToolResult.error(
                 f"tool {name!r} failed: {type(exc).__name__}: {exc}"
             )
-            return
+            if info is not None:
+                info.exception = exc
         except BaseException as exc:
             ctx._cancel()
             if isinstance(exc, anyio.get_cancelled_exc_class()):
+                failure = exc
                 raise
             # Not an ``Exception``: the run ends (every call still gets its end event), then
             # the exception propagates from the run as itself.
             slot.result = AgentToolResult.error(f"tool {name!r} raised {type(exc).__name__}: {exc}")
+            if info is not None:
+                info.exception = exc
             run.interrupt(exc, f"tool {name!r}")
-            return
-        if not isinstance(result, AgentToolResult):
-            slot.result = AgentToolResult.error(
-                f"tool {name!r} returned {type(result).__name__}, not AgentToolResult"
-            )
-            return
-        slot.result = result
+        finally:
+            if hook is not None:
+                assert info is not None
+                info.result = slot.result
+                info.interrupted = (
+                    failure is not None and slot.scope is not None and (slot.scope.cancel_called)
+                )
+                hook.exit(failure)
 
     async def _poll_steering(self) -> None:
         poll = self.run.config.get_steering_messages
@@ -483,3 +509,6 @@ class Batch:
             for slot in remaining:
                 if slot.scope is not None:
                     slot.scope.cancel()
+            observer = self.run.observer
+            if observer is not None:
+                observer.note("steering", cancelled=len(remaining))

@@ -26,6 +26,7 @@ from ._events import (
     TurnStart,
 )
 from ._history import History, Window, is_failed_answer as is_failed
+from ._instrumentation import Observer, RunInfo, enter, inherited
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
 from ._stream import Accumulator
 from ._tools import RunLink
@@ -82,6 +83,7 @@ class _Run:
         "loop_thread",
         "messages",
         "new_messages",
+        "observer",
         "overflow_signal",
         "pending",
         "scope",
@@ -153,6 +155,8 @@ class _Run:
         self.fatal_note = ""
         self.loop_thread = 0
         self.token: object = None
+        # The run's instrumentation, when one took the run on (see ``_instrumentation``).
+        self.observer: Observer | None = None
         self.link = RunLink(
             emit=self.emit_threadsafe,
             account=self.account,
@@ -273,10 +277,27 @@ class _Run:
             verdict = self.evaluate(policy, ctx, CONTINUE, slot)
             kind = type(verdict)
             if kind is Stop:
+                self.note_verdict(slot, policy, "stop", verdict.reason)
                 return f"{self.policy_name(policy)}: {verdict.reason}", injected
             if kind is Inject:
+                self.note_verdict(slot, policy, "inject")
                 injected.extend(verdict.messages)
         return None, injected
+
+    def note_verdict(
+        self, slot: str, policy: object, verdict: str, reason: str = "", call_id: str | None = None
+    ) -> None:
+        """Tell the instrumentation (if any) of a verdict; ``slot`` as in a ``HookFailed``."""
+        if self.observer is not None:
+            source = policy if isinstance(policy, str) else self.policy_name(policy)
+            self.observer.note(
+                "verdict",
+                slot=slot.replace("-", "_"),
+                source=source,
+                verdict=verdict,
+                reason=reason,
+                call_id=call_id,
+            )
 
     # ---------------------------------------------------------------- context for a request
 
@@ -518,6 +539,31 @@ class _Run:
 
     async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         """Run to the end; on cancellation emit the closing events, then re-raise."""
+        instrumentation = self.config.instrumentation or inherited.get()
+        if instrumentation is None:
+            return await self._run(prompts)
+        config = self.config
+        info = RunInfo(
+            agent=config.agent_name, model=config.model, conversation_id=config.conversation_id
+        )
+        # Runs nested in this one (sub-agents started by its tools) inherit its instrumentation.
+        token = inherited.set(instrumentation)
+        hook = enter(instrumentation.run, info, "run")
+        if hook is not None:
+            self.observer = Observer(instrumentation, info)
+        failure: BaseException | None = None
+        try:
+            return await self._run(prompts)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            info.result = self.result()
+            inherited.reset(token)
+            if hook is not None:
+                hook.exit(failure)
+
+    async def _run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         from ._turn import run_turn
 
         self.loop_thread = threading.get_ident()

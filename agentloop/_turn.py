@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable
 from contextlib import aclosing, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from ._instrumentation import Hook, ModelCallInfo
     from ._loop import _Run
 
 __all__ = ["run_turn"]
@@ -177,6 +179,9 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     pricing = model.pricing
     emit = run.emit
     channel = run.channel
+    observer = run.observer
+    # What the instrumentation is shown: the options never carry the key.
+    shown = base if base.api_key is None else msgspec.structs.replace(base, api_key=None)
     attempt = 0
     while True:
         attempt += 1
@@ -192,51 +197,72 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
         acc = Accumulator(model)
         run.start_attempt(acc)
         push = acc.push
+        info: ModelCallInfo | None = None
+        hook: Hook | None = None
+        if observer is not None:
+            info, hook = observer.model_call(run.turn, attempt, model, request, shown)
+        first = info  # told when the first event arrives, then dropped
+        delay: float | None = None
         try:
-            events = config.stream_fn(model, request, options)
-            closing: Any = aclosing(events) if hasattr(events, "aclose") else nullcontext()
-            async with closing:
-                async for event in events:
-                    if not push(event):
-                        break
-                    emit(MessageUpdate(event=event))
-                    if channel is not None and channel.full:
-                        # The consumer is behind: let it drain before streaming on.
-                        await channel.wait_writable()
-        except Exception as exc:
-            text = _redact(f"{type(exc).__name__}: {exc}", options.api_key)
-            if options.api_key:
-                log.debug("stream function raised %s", text)  # its traceback may hold the key
-            else:
-                log.debug("stream function raised", exc_info=True)
-            retry_after = exc.retry_after if isinstance(exc, ModelError) else None
-            acc.fail(text, _classify(exc), retry_after)
-        if not acc.usage_reported and (acc.stop_reason is not StopReason.ERROR or acc.has_content):
-            acc.usage = _estimated_usage(request, acc.snapshot())
-        cost = pricing.cost(acc.usage) if pricing is not None else None
-        message = acc.finish(cost)
-        kind = message.error_kind
-        if message.stop_reason is StopReason.ERROR and kind is not ErrorKind.CONTEXT_OVERFLOW:
-            error = error_for_kind(
-                kind or ErrorKind.OTHER,
-                message.error_message or "model error",
-                retry_after=acc.retry_after,
-                model=model.model_id,
-            )
-            if config.retry_strategy.should_retry(error, attempt):
-                delay = config.retry_strategy.delay(attempt, error)
-                emit(
-                    StreamRetry(
-                        attempt=attempt,
-                        delay=delay,
-                        kind=error.kind,
-                        message=error.message,
-                    )
+            try:
+                events = config.stream_fn(model, request, options)
+                closing: Any = aclosing(events) if hasattr(events, "aclose") else nullcontext()
+                async with closing:
+                    async for event in events:
+                        if first is not None:
+                            first.first_chunk = time.perf_counter()
+                            first = None
+                        if not push(event):
+                            break
+                        emit(MessageUpdate(event=event))
+                        if channel is not None and channel.full:
+                            # The consumer is behind: let it drain before streaming on.
+                            await channel.wait_writable()
+            except Exception as exc:
+                text = _redact(f"{type(exc).__name__}: {exc}", options.api_key)
+                if options.api_key:
+                    log.debug("stream function raised %s", text)  # its traceback may hold the key
+                else:
+                    log.debug("stream function raised", exc_info=True)
+                retry_after = exc.retry_after if isinstance(exc, ModelError) else None
+                acc.fail(text, _classify(exc), retry_after)
+            if not acc.usage_reported and (
+                acc.stop_reason is not StopReason.ERROR or acc.has_content
+            ):
+                acc.usage = _estimated_usage(request, acc.snapshot())
+            cost = pricing.cost(acc.usage) if pricing is not None else None
+            message = acc.finish(cost)
+            kind = message.error_kind
+            if message.stop_reason is StopReason.ERROR and kind is not ErrorKind.CONTEXT_OVERFLOW:
+                error = error_for_kind(
+                    kind or ErrorKind.OTHER,
+                    message.error_message or "model error",
+                    retry_after=acc.retry_after,
+                    model=model.model_id,
                 )
-                run.drop_attempt()
-                await anyio.sleep(delay)
-                continue
-        return message
+                if config.retry_strategy.should_retry(error, attempt):
+                    delay = config.retry_strategy.delay(attempt, error)
+                    emit(
+                        StreamRetry(
+                            attempt=attempt,
+                            delay=delay,
+                            kind=error.kind,
+                            message=error.message,
+                        )
+                    )
+        except BaseException as exc:
+            if hook is not None:
+                hook.exit(exc)
+            raise
+        if hook is not None:
+            assert info is not None
+            info.message = message
+            info.retry_delay = delay
+            hook.exit(None)
+        if delay is None:
+            return message
+        run.drop_attempt()
+        await anyio.sleep(delay)
 
 
 def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
@@ -276,12 +302,15 @@ def _post_turn(
                 continue
             results = new
             ctx.tool_results = results
+            run.note_verdict("post_turn", policy, "replace")
         elif kind is Stop:
             assert isinstance(verdict, Stop)
+            run.note_verdict("post_turn", policy, "stop", verdict.reason)
             run.stop(f"{run.policy_name(policy)}: {verdict.reason}")
             break
         elif kind is Inject:
             assert isinstance(verdict, Inject)
+            run.note_verdict("post_turn", policy, "inject")
             run.queue(verdict.messages)
     return results
 

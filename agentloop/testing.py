@@ -8,6 +8,18 @@ Replies are ``AssistantMessage`` values; helpers build the common ones::
         reply_tool_calls(("add", {"a": 1, "b": 2})),
         reply_text("3"),
     ])
+
+For provider authors, ``check_stream_fn`` is a conformance check of a ``StreamFn`` (event
+grammar, text/tool/thinking scripts, typed errors, closing and cancellation); it raises
+``ConformanceError`` listing every problem. Run it in your tests against your provider pointed
+at a fake server (or the real API)::
+
+    report = await check_stream_fn(
+        MyProvider(base_url=fake_server_url),
+        ModelSpec(provider="mine", model_id="m"),
+        thinking=True,                                  # if the model shows its reasoning
+        error_options=StreamOptions(api_key="bad-key"), # a call that must fail, typed
+    )
 """
 
 from __future__ import annotations
@@ -19,6 +31,11 @@ from typing import Any, TypeAlias
 import anyio
 import msgspec
 
+from ._conformance import (
+    ConformanceError as ConformanceError,
+    ConformanceReport as ConformanceReport,
+    check_stream_fn as check_stream_fn,
+)
 from ._stream import (
     AssistantMessageEvent,
     Done,
@@ -51,10 +68,13 @@ from ._types import (
 )
 
 __all__ = [
+    "ConformanceError",
+    "ConformanceReport",
     "FunctionStream",
     "RecordedCall",
     "ScriptItem",
     "ScriptedStream",
+    "check_stream_fn",
     "events_for",
     "reply_error",
     "reply_text",

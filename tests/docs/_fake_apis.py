@@ -117,6 +117,11 @@ class FakeApis:
             "ANTHROPIC_BASE_URL": base,
             "OPENAI_API_KEY": "sk-docs-example",
             "OPENAI_BASE_URL": f"{base}/v1",
+            # The local servers' presets speak Chat Completions too.
+            **{
+                f"{name}_BASE_URL": f"{base}/v1"
+                for name in ("LLAMACPP", "LLAMACPP_PYTHON", "VLLM", "LMSTUDIO", "OLLAMA_OPENAI")
+            },
         }
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:

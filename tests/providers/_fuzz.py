@@ -121,6 +121,16 @@ def _corpus() -> list[Seed]:
         add(f"anthropic/multi_turn#{i}", anthropic, body)
     for path in sorted((FIXTURES / "openai_chat").glob("*.sse")):
         add(f"openai_chat/{path.stem}", OpenAIChatProvider, path.read_bytes())
+    for path in sorted((FIXTURES / "llamacpp_python").glob("*.sse")):
+        if path.stat().st_size < 20_000:  # the long generation adds nothing but time
+            add(f"openai_chat/llamacpp_{path.stem}", OpenAIChatProvider, path.read_bytes())
+    add(
+        "openai_chat/llamacpp_error_500",
+        OpenAIChatProvider,
+        _read("llamacpp_python/error_500_content_null.json"),
+        JSON,
+        500,
+    )
     for path in sorted((FIXTURES / "ollama").glob("*.ndjson")):
         add(f"ollama/{path.stem}", OllamaProvider, path.read_bytes(), NDJSON)
     add(

@@ -58,7 +58,8 @@ class LoopbackServer:
         self.choose = choose
         self.requests: list[RecordedRequest] = []
         self.gate = anyio.Event()
-        self.disconnected = anyio.Event()
+        self.disconnected = anyio.Event()  # set (again) at each client that went away early
+        self.disconnects = 0
         self.sent = 0  # body bytes of the current reply sent so far
         self.completed = 0  # replies sent in full
         self.port = 0
@@ -82,7 +83,7 @@ class LoopbackServer:
             try:
                 await self._answer(stream, reply)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                self.disconnected.set()
+                self._gone()
 
     async def _answer(self, stream: anyio.abc.SocketStream, reply: Reply) -> None:
         if reply.status >= 400 and reply.fault is None and reply.gate_at is None:
@@ -95,17 +96,19 @@ class LoopbackServer:
         await stream.send(("\r\n".join(head) + "\r\n\r\n").encode())
         body = reply.body
         stop = len(body) if reply.fault_at is None else reply.fault_at
-        self.sent = 0
-        while self.sent < stop:
-            if reply.gate_at is not None and self.sent >= reply.gate_at and not self.gate.is_set():
+        # Each connection counts its own bytes (connections may overlap); ``self.sent`` shows
+        # the latest one's progress.
+        sent = self.sent = 0
+        while sent < stop:
+            if reply.gate_at is not None and sent >= reply.gate_at and not self.gate.is_set():
                 if await self._hold(stream):
                     return
-            end = min(stop, self.sent + reply.chunk_size)
-            if reply.gate_at is not None and self.sent < reply.gate_at < end:
+            end = min(stop, sent + reply.chunk_size)
+            if reply.gate_at is not None and sent < reply.gate_at < end:
                 end = reply.gate_at
-            piece = body[self.sent : end]
+            piece = body[sent:end]
             await stream.send(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.sent = end
+            sent = self.sent = end
             if reply.pause:
                 await anyio.sleep(reply.pause)
         if reply.fault == "cut":
@@ -116,11 +119,15 @@ class LoopbackServer:
             return
         if reply.fault == "stall":
             await _until_closed(stream)
-            self.disconnected.set()
+            self._gone()
             return
         await stream.send(b"0\r\n\r\n")
         self.completed += 1
         await _until_closed(stream)
+
+    def _gone(self) -> None:
+        self.disconnects += 1
+        self.disconnected.set()
 
     async def _hold(self, stream: anyio.abc.SocketStream) -> bool:
         """Wait for the gate; true if the client went away first."""
@@ -131,7 +138,7 @@ class LoopbackServer:
                 nonlocal gone
                 await _until_closed(stream)
                 gone = True
-                self.disconnected.set()
+                self._gone()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(watch)

@@ -127,7 +127,7 @@ async def test_criterion_18_escape_and_ctrl_c_abort_and_show_it(tmp_path: Path, 
         await pilot.press(key)
         await app.workers.wait_for_complete()
         await settle(pilot)
-        assert app.view.status.state == "aborted" and not app.running
+        assert str(app.view.status.state) == "aborted" and not app.running
         assert app.session is not None and not app.session.agent.is_running
         (answer,) = _answers(app)
         assert answer.aborted and app.query_one(AnswerView).has_class("-aborted")
@@ -170,7 +170,7 @@ async def test_a_running_tool_shows_as_running(tmp_path: Path) -> None:
         assert entry.status == "running" and "…" in text_of(app.query_one("#tool-panel"))
         await pilot.press("escape")
         await app.workers.wait_for_complete()
-        assert entry.status == "cancelled", entry.output
+        assert str(entry.status) == "cancelled", entry.output
 
 
 async def test_criterion_20_the_layout_follows_the_terminal_size(tmp_path: Path) -> None:

@@ -169,18 +169,23 @@ class AgentApp(App[int]):
     # ---------------------------------------------------------------- layout
 
     def compose(self) -> ComposeResult:
+        # Kept by reference: while a dialog is open, queries look in the dialog's screen.
+        self.conversation = VerticalScroll(id="conversation")
+        self.tool_panel = ToolPanel(id="tool-panel")
+        self.queue = Static("", id="queue", markup=False)
+        self.prompt = PromptInput(id="input", placeholder="Ask, or /help")
+        self.prompt.cursor_blink = self.cursor_blink
+        self.status_bar = StatusBar(id="status")
         with Horizontal(id="main"):
-            yield VerticalScroll(id="conversation")
-            yield ToolPanel(id="tool-panel")
-        yield Static("", id="queue", markup=False)
-        prompt = PromptInput(id="input", placeholder="Ask, or /help")
-        prompt.cursor_blink = self.cursor_blink
-        yield prompt
-        yield StatusBar(id="status")
+            yield self.conversation
+            yield self.tool_panel
+        yield self.queue
+        yield self.prompt
+        yield self.status_bar
 
     async def on_mount(self) -> None:
-        self.query_one("#conversation", VerticalScroll).anchor()
-        self.query_one("#input", PromptInput).focus()
+        self.conversation.anchor()
+        self.prompt.focus()
         self.set_interval(0.25, self.tick)
         if self.needs_setup:
             self.push_screen(SetupScreen(), callback=self._set_up)
@@ -213,7 +218,7 @@ class AgentApp(App[int]):
             return
         session.ask = self.ask
         self.session = session
-        await self.query_one("#conversation", VerticalScroll).remove_children()
+        await self.conversation.remove_children()
         self._views.clear()
         self.view.clear()
         if resume is not None:
@@ -365,13 +370,15 @@ class AgentApp(App[int]):
     def flush(self) -> None:
         """Bring the widgets up to date with the view model."""
         self._flush_pending = False
+        if not self.is_running or not self.conversation.is_attached:
+            return
         self._last_flush = time.monotonic()
         added, changed = self.view.take_changes()
         if added:
             widgets = [view_for(entry) for entry in added]
             for widget in widgets:
                 self._views[widget.entry.id] = widget
-            self.query_one("#conversation", VerticalScroll).mount_all(widgets)  # type: ignore[arg-type]
+            self.conversation.mount_all(widgets)  # type: ignore[arg-type]
         for entry in changed:
             view = self._views.get(entry.id)
             if view is not None:
@@ -382,12 +389,12 @@ class AgentApp(App[int]):
             block = self._views.get(entry.id)
             if isinstance(block, ToolBlock):
                 block.set_class(index == selected, "-selected")
-        self.query_one("#tool-panel", ToolPanel).show(tools, selected)
-        self.query_one("#status", StatusBar).show(self.view.status, self.size.width)
+        self.tool_panel.show(tools, selected)
+        self.status_bar.show(self.view.status, self.size.width)
         self._show_queue()
 
     def _show_queue(self) -> None:
-        queue = self.query_one("#queue", Static)
+        queue = self.queue
         lines: list[str] = []
         if self.session is not None:
             agent = self.session.agent
@@ -459,7 +466,7 @@ class AgentApp(App[int]):
         self.notify("no code block to copy", severity="warning", timeout=2)
 
     def action_scroll(self, direction: int, page: bool) -> None:
-        conversation = self.query_one("#conversation", VerticalScroll)
+        conversation = self.conversation
         if page:
             (conversation.scroll_page_up if direction < 0 else conversation.scroll_page_down)(
                 animate=False

@@ -203,7 +203,12 @@ class Commands:
         except (ValueError, AlreadyRunning) as exc:
             self.say(f"cannot compact: {exc} (try /compact 20000)", level="error")
             return
-        if not done.dropped:
+        if done.dropped:
+            self.say(
+                f"context compacted: dropped {done.dropped} messages "
+                f"({done.tokens_before:,} -> {done.tokens_after:,} estimated tokens)"
+            )
+        else:
             self.say(f"nothing to compact ({done.tokens_after:,} estimated tokens)")
         self.app.update_gauge()
         self.app._changed()
@@ -226,8 +231,8 @@ class Commands:
 
     async def editor(self, initial: str) -> None:
         app = self.app
-        prompt = app.query_one("#input")
-        draft = initial or getattr(prompt, "text", "")
+        prompt = app.prompt
+        draft = initial or prompt.text
         try:
             text = app.edit_externally(draft)
         except EditorError as exc:
@@ -236,5 +241,5 @@ class Commands:
         if text is None:
             self.say("editor closed with an empty file: nothing sent")
             return
-        getattr(prompt, "clear", lambda: None)()
+        prompt.clear()
         app.submit(text)
