@@ -49,7 +49,7 @@ __all__ = [
     "ensure_no_event_loop",
 ]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.agent")
 
 PLAN_MODE_INSTRUCTION = (
     "You are in plan mode. Investigate with the read-only tools available, then answer with a "
@@ -202,12 +202,9 @@ class AgentRunner:
     def _history_for(self, config: AgentLoopConfig) -> History:
         """The history the next run commits to: kept across runs, rebuilt only when the
         converter or the transformers changed, so a prompt never walks the conversation."""
-        incremental = config.transform_context is None and config.async_transform_context is None
         history = self._history
-        if history is None or not history.fits(config.convert_to_llm, incremental):
-            history = self._history = History(
-                self._messages, convert=config.convert_to_llm, incremental=incremental
-            )
+        if history is None or not history.fits(config.convert_to_llm):
+            history = self._history = History(self._messages, convert=config.convert_to_llm)
         return history
 
     # ---------------------------------------------------------------- claiming

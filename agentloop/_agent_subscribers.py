@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentSubscribers", "Subscriber"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.agent")
 
 Subscriber: TypeAlias = Callable[["AgentEvent"], object]
 

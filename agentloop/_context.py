@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
+from ._history import Window
 from ._stream import Accumulator
 from ._types import (
     AgentMessage,
@@ -140,11 +141,21 @@ class _Index:
     just before message ``j`` without separating a tool call from its result.
     """
 
-    __slots__ = ("counter", "cum", "first_user", "generation", "legal", "messages", "owner")
+    __slots__ = (
+        "counter",
+        "cum",
+        "first_user",
+        "generation",
+        "legal",
+        "messages",
+        "owner",
+        "source",
+    )
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.generation = 0
+        self.source: Sequence[AgentMessage] | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -156,9 +167,18 @@ class _Index:
         self.generation += 1
 
     def sync(self, messages: Sequence[AgentMessage]) -> None:
+        """Catch up with ``messages``: O(new messages) when it is the list seen last time, grown
+        at its end (a history is append-only); a full check otherwise."""
         known = self.messages
-        if len(messages) < len(known) or not all(map(operator.is_, messages, known)):
+        n = len(known)
+        same = (
+            messages is self.source
+            and len(messages) >= n
+            and (n == 0 or messages[n - 1] is known[n - 1])
+        )
+        if not same and (len(messages) < n or not all(map(operator.is_, messages, known))):
             self._reset()
+        self.source = messages
         for i in range(len(self.messages), len(messages)):
             self._add(i, messages[i])
 
@@ -288,7 +308,7 @@ class SlidingWindow:
         j = index.cut_for(budget - fixed - index.cum[h], h)
         if j <= h:
             return messages, None
-        kept = messages[:h] + messages[j:]
+        kept = Window(messages, h, j)
         after = before - (index.cum[j] - index.cum[h])
         return kept, Compaction(
             messages=kept, dropped=j - h, tokens_before=before, tokens_after=after
@@ -481,7 +501,7 @@ class SummarizingCompactor:
             after = fixed + index.cum[h] + self.window.counter.count(note) + before - fixed
             after -= index.cum[end]
             if after <= budget:
-                kept = messages[:h] + [note] + messages[end:]
+                kept: list[AgentMessage] = Window(messages, h, end, [note])
                 done = Compaction(
                     messages=kept, dropped=end - h, tokens_before=before, tokens_after=after
                 )
@@ -571,7 +591,7 @@ class SummarizingCompactor:
         note = UserMessage(content=[Text(text=f"{SUMMARY_HEADER}\n{text}")])
         if index.generation == generation:
             self._summary = (generation, h, j, note)
-        kept = messages[:h] + [note] + messages[j:]
+        kept = Window(messages, h, j, [note])
         after += self.window.counter.count(note)
         return Compaction(
             messages=kept, dropped=j - h, tokens_before=before, tokens_after=after, summary=text

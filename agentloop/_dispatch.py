@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STEERING_CANCELLED", "Batch"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 STEERING_CANCELLED = "tool call cancelled: user requested steering interrupt"
 ABORTED = "tool call aborted: the run was cancelled"

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EventStream", "agent_loop", "agent_loop_continue", "run_loop", "safe_callback"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 EventCallback = Callable[["AgentEvent"], object]
 

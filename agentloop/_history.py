@@ -1,10 +1,13 @@
 """The committed history of a conversation, with what the loop derives from it kept current.
 
-A turn needs more than the list of messages: the messages converted for the model (without
-transformers, each is converted once, when committed), the tool calls still waiting for a result
-and the count of results that answer no call (either means the request must be repaired). A
-``History`` keeps all of them up to date message by message, so neither a turn nor a prompt
-walks the whole conversation: an ``Agent`` keeps one across its runs and hands it to each run.
+A turn needs more than the list of messages: the messages converted for the model (each is
+converted once, when committed), the tool calls still waiting for a result and the count of
+results that answer no call (either means the request must be repaired). A ``History`` keeps all
+of them up to date message by message, so neither a turn nor a prompt walks the whole
+conversation: an ``Agent`` keeps one across its runs and hands it to each run. A transformer
+that keeps a prefix and a suffix of the history (``Window``, what ``SlidingWindow`` and
+``SummarizingCompactor`` return) is served by slicing the converted history, not by converting
+the request afresh.
 """
 
 from __future__ import annotations
@@ -24,18 +27,44 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from ._config import ConvertToLlm
 
-__all__ = ["History", "is_failed_answer"]
+__all__ = ["History", "Window", "is_failed_answer"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 
 def is_failed_answer(message: AgentMessage) -> bool:
     """Whether ``message`` is a failed answer (an assistant message with stop reason error)."""
     return type(message) is AssistantMessage and message.stop_reason is StopReason.ERROR
+
+
+class Window(list[AgentMessage]):
+    """A list of messages that is ``source[:head] + inserted + source[tail:]``.
+
+    What a context transformer returns when it keeps the start and the end of the history and
+    leaves out (or summarises) the middle; the loop then slices its converted history instead
+    of converting every message of the request again. It is an ordinary list otherwise.
+    """
+
+    __slots__ = ("head", "inserted", "source", "tail")
+
+    def __init__(
+        self,
+        source: list[AgentMessage],
+        head: int,
+        tail: int,
+        inserted: Sequence[AgentMessage] = (),
+    ) -> None:
+        super().__init__(source[:head])
+        self.extend(inserted)
+        self.extend(source[tail:])
+        self.source = source
+        self.head = head
+        self.tail = tail
+        self.inserted = list(inserted)
 
 
 class History:
@@ -44,12 +73,12 @@ class History:
     Args:
         messages: the list to keep (shared, not copied) and index.
         convert: the converter of the runs that will use this history.
-        incremental: whether to keep ``llm_messages`` (only without transformers).
 
     Attributes:
         messages: every committed message, in order.
-        llm_messages: the messages as the model sees them (when ``incremental``); failed
-            answers are left out.
+        llm_messages: the messages as the model sees them; failed answers are left out.
+        llm_before: ``llm_before[i]`` is how many of ``llm_messages`` come from
+            ``messages[:i]`` (so a slice of the history maps to a slice of them).
         open_calls: tool calls without a result yet, by id.
         orphan_results: how many tool results answered no call.
         failure: the first ``convert_to_llm`` failure: no request can be built while it is set.
@@ -58,29 +87,42 @@ class History:
     __slots__ = (
         "convert",
         "failure",
-        "incremental",
+        "llm_before",
         "llm_messages",
         "messages",
         "open_calls",
         "orphan_results",
     )
 
-    def __init__(
-        self, messages: list[AgentMessage], *, convert: ConvertToLlm, incremental: bool
-    ) -> None:
+    def __init__(self, messages: list[AgentMessage], *, convert: ConvertToLlm) -> None:
         self.convert = convert
-        self.incremental = incremental
         self.messages = messages
         self.llm_messages: list[LlmMessage] = []
+        self.llm_before = [0]
         self.open_calls: dict[str, ToolCall] = {}
         self.orphan_results = 0
         self.failure: HookFailed | None = None
         for message in messages:
             self._index(message)
 
-    def fits(self, convert: ConvertToLlm, incremental: bool) -> bool:
-        """Whether this history was built for runs with ``convert`` and ``incremental``."""
-        return self.convert is convert and self.incremental == incremental
+    def fits(self, convert: ConvertToLlm) -> bool:
+        """Whether this history was built for runs with ``convert``."""
+        return self.convert is convert
+
+    def slice_llm(self, window: Window) -> list[LlmMessage] | None:
+        """The converted messages of ``window``, from the history's own (``None``: not a
+        window of this history, or its inserted messages fail to convert)."""
+        if window.source is not self.messages or not 0 <= window.head <= window.tail:
+            return None
+        before, llm = self.llm_before, self.llm_messages
+        if window.tail >= len(before):
+            return None
+        inserted: list[LlmMessage] = []
+        for message in window.inserted:
+            converted = self.convert(message)
+            if converted is not None and not is_failed_answer(converted):
+                inserted.append(converted)
+        return llm[: before[window.head]] + inserted + llm[before[window.tail] :]
 
     def extend(self, messages: Iterable[AgentMessage]) -> None:
         """``append`` each message."""
@@ -94,22 +136,22 @@ class History:
         self._index(message)
 
     def _index(self, message: AgentMessage) -> None:
-        if self.incremental:
-            convert = self.convert
-            llm: LlmMessage | None
-            if convert is default_convert_to_llm:
-                llm = default_convert_to_llm(message)
-            else:
-                try:
-                    llm = convert(message)
-                except Exception as exc:
-                    log.debug("convert_to_llm raised", exc_info=True)
-                    if self.failure is None:
-                        self.failure = HookFailed.wrap("convert_to_llm", exc)
-                        self.failure.__cause__ = exc
-                    llm = None
-            if llm is not None and not is_failed_answer(llm):
-                self.llm_messages.append(llm)
+        convert = self.convert
+        llm: LlmMessage | None
+        if convert is default_convert_to_llm:
+            llm = default_convert_to_llm(message)
+        else:
+            try:
+                llm = convert(message)
+            except Exception as exc:
+                log.debug("convert_to_llm raised", exc_info=True)
+                if self.failure is None:
+                    self.failure = HookFailed.wrap("convert_to_llm", exc)
+                    self.failure.__cause__ = exc
+                llm = None
+        if llm is not None and not is_failed_answer(llm):
+            self.llm_messages.append(llm)
+        self.llm_before.append(len(self.llm_messages))
         cls = type(message)
         if cls is AssistantMessage:
             assert isinstance(message, AssistantMessage)

@@ -25,7 +25,7 @@ from ._events import (
     TurnEndReason,
     TurnStart,
 )
-from ._history import History, is_failed_answer as is_failed
+from ._history import History, Window, is_failed_answer as is_failed
 from ._instrumentation import Observer, RunInfo, enter, inherited
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
 from ._stream import Accumulator
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Emit", "_Run"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 Emit = Callable[["AgentEvent"], None]
 
@@ -126,12 +126,8 @@ class _Run:
         self.incremental = (
             config.transform_context is None and config.async_transform_context is None
         )
-        if history is None or not history.fits(config.convert_to_llm, self.incremental):
-            history = History(
-                list(context.messages),
-                convert=config.convert_to_llm,
-                incremental=self.incremental,
-            )
+        if history is None or not history.fits(config.convert_to_llm):
+            history = History(list(context.messages), convert=config.convert_to_llm)
         self.history = history
         self.messages = history.messages
         self.view = MessagesView(self.messages)
@@ -326,16 +322,26 @@ class _Run:
         history = self.history
         if history.failure is not None:
             raise history.failure
-        if messages is None and self.incremental:
-            llm = history.llm_messages
-        else:
-            convert = self.config.convert_to_llm
-            source = self.messages if messages is None else messages
+        llm: list[LlmMessage] | None = None
+        repair = messages is not None
+        if messages is None or messages is history.messages:
+            llm, repair = history.llm_messages, False
+        elif type(messages) is Window:
             try:
-                llm = [c for c in map(convert, source) if c is not None and not is_failed(c)]
+                llm = history.slice_llm(messages)
             except Exception as exc:
                 raise HookFailed.wrap("convert_to_llm", exc) from exc
-        if history.open_calls or history.orphan_results or messages is not None:
+            # A window cuts at legal points: it separates no tool call from its results.
+            repair = llm is None
+        if llm is None:
+            convert = self.config.convert_to_llm
+            try:
+                llm = [
+                    c for c in map(convert, messages or ()) if c is not None and not is_failed(c)
+                ]
+            except Exception as exc:
+                raise HookFailed.wrap("convert_to_llm", exc) from exc
+        if history.open_calls or history.orphan_results or repair:
             llm = _repair(llm)
         return llm
 

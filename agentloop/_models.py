@@ -31,7 +31,7 @@ __all__ = [
     "split_model_string",
 ]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.models")
 
 ENTRY_POINT_GROUP = "agentloop.providers"
 PROVIDERS_EXTRA = "pip install 'anyio-agentloop[providers]'"

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_turn"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 _NONE: frozenset[str] = frozenset()
 _MIN_SECRET = 4  # shorter values would mask ordinary words
 _encode = msgspec.json.encode

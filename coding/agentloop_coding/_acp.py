@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODES", "AcpServer", "serve_stdio"]
 
-log = logging.getLogger("agentloop_coding.acp")
+log = logging.getLogger("agentloop.coding.acp")
 
 MODES = [
     SessionMode(id="execute", name="Execute", description="Read, change files and run commands."),

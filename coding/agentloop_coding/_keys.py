@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KEYRING_SERVICE", "PREFERRED_PROVIDERS", "ApiKeys", "default_model", "key_variable"]
 
-log = logging.getLogger("agentloop_coding")
+log = logging.getLogger("agentloop.coding")
 
 KEYRING_SERVICE = "agentloop"
 PREFERRED_PROVIDERS = (

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_server", "serve"]
 
-log = logging.getLogger("agentloop_mcp.serve")
+log = logging.getLogger("agentloop.mcp.serve")
 
 _PROGRESS_BUFFER = 64
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpTool", "build_tools", "to_agent_result"]
 
-log = logging.getLogger("agentloop_mcp")
+log = logging.getLogger("agentloop.mcp")
 
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64

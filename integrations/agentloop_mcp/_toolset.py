@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpToolset", "State"]
 
-log = logging.getLogger("agentloop_mcp")
+log = logging.getLogger("agentloop.mcp")
 
 State = Literal["connecting", "connected", "restarting", "failed", "closed"]
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ALWAYS_ALLOW", "AlwaysAllow", "ApprovalAnswer", "ApprovalGate", "ApprovalMode", "AskFn"]
 
-logger = logging.getLogger("agentloop_policies.approval")
+logger = logging.getLogger("agentloop.policies.approval")
 
 
 class ApprovalMode(enum.StrEnum):

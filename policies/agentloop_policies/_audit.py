@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditLogger", "WatchedPolicy"]
 
-logger = logging.getLogger("agentloop_policies.audit")
+logger = logging.getLogger("agentloop.policies.audit")
 
 _QUIET = frozenset({"continue", "allow", "approved"})
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -27,7 +29,7 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 SLICE_BYTES = 64 * 1024
 
 
-class FrameTooLarge(ValueError):
+class FrameTooLarge(AgentError, ValueError):
     """A line, event or message grew past its decoder's cap; the stream cannot go on."""
 
     def __init__(self, what: str, limit: int) -> None:

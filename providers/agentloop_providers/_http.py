@@ -70,7 +70,7 @@ __all__ = [
     "redact",
 ]
 
-logger = logging.getLogger("agentloop_providers")
+logger = logging.getLogger("agentloop.providers")
 
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
@@ -146,6 +146,11 @@ class HttpProvider:
         self.extra_headers = dict(headers or {})
         self.max_event_bytes = max_event_bytes
 
+    @property
+    def logger(self) -> logging.Logger:
+        """This provider's logger: ``agentloop.providers.<provider name>``."""
+        return logging.getLogger(f"agentloop.providers.{self.provider_name}")
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(base_url={self.base_url!r}, idle_timeout={self.idle_timeout!r}, "
@@ -165,7 +170,7 @@ class HttpProvider:
         """
         loop = _current_loop()
         if self._client is not None and self._owns_client and self._client_loop is not loop:
-            logger.debug("%s: a new HTTP client for a new event loop", type(self).__name__)
+            self.logger.debug("a new HTTP client for a new event loop")
             self._client = None
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self._timeout())
@@ -310,7 +315,7 @@ class HttpProvider:
             except (ValueError, TypeError, msgspec.EncodeError) as exc:
                 yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
                 return
-            logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
+            self.logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
             until = None if self.deadline is None else anyio.current_time() + self.deadline
             try:
                 with _until(until):
@@ -328,7 +333,7 @@ class HttpProvider:
             chunks: AsyncIterator[bytes] | None = None
             try:
                 status = response.status_code
-                logger.debug("%s: HTTP %d", name, status)
+                self.logger.debug("%s: HTTP %d", name, status)
                 if status >= 400:
                     with _until(until):
                         body = self._scrubbed(await _read_limited(response), key)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from agentloop import ModelSpec, Pricing, ThinkingLevel
+from agentloop import AgentError, ModelSpec, Pricing, ThinkingLevel
 
 if TYPE_CHECKING:
     from ._http import HttpProvider
@@ -54,7 +54,7 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
 _REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au.")
 
 
-class UnknownPreset(LookupError):
+class UnknownPreset(AgentError, LookupError):
     """No preset has that provider name."""
 
 

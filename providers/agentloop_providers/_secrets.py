@@ -26,6 +26,8 @@ import logging
 from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -58,7 +60,7 @@ _LOGGERS = (
 )
 
 
-class InvalidApiKey(ValueError):
+class InvalidApiKey(AgentError, ValueError):
     """An API key with characters no provider issues (whitespace, control characters...)."""
 
 

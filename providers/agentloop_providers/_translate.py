@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from agentloop import ErrorKind
+from agentloop import AgentError, ErrorKind
 from agentloop.stream import (
     AssistantMessageEvent,
     Done,
@@ -42,7 +42,7 @@ __all__ = [
 _MAX_SHOWN = 500  # characters of a failure's own words shown in an error message
 
 
-class ProtocolError(Exception):
+class ProtocolError(AgentError):
     """Raised by a parser for a stream that breaks its provider's protocol."""
 
 

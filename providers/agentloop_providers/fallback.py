@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SWITCH_ON", "FallbackStream", "FallbackSwitch"]
 
-logger = logging.getLogger("agentloop_providers.fallback")
+logger = logging.getLogger("agentloop.providers.fallback")
 
 DEFAULT_SWITCH_ON: frozenset[ErrorKind] = frozenset(
     {ErrorKind.THROTTLED, ErrorKind.NETWORK, ErrorKind.CONTEXT_OVERFLOW}

@@ -32,7 +32,7 @@ from .proxy import ProxyRequest
 
 __all__ = ["ProxyApp"]
 
-logger = logging.getLogger("agentloop_providers.proxy_server")
+logger = logging.getLogger("agentloop.providers.proxy")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

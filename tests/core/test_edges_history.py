@@ -61,3 +61,60 @@ async def test_history_edits_between_runs_are_seen() -> None:
         "UserMessage",
     ]
     assert len(agent.messages) == 3
+
+
+class CountingCounter:
+    """The default estimate, counting how many messages it was asked about."""
+
+    def __init__(self) -> None:
+        from agentloop.context import EstimatingCounter
+
+        self.inner = EstimatingCounter()
+        self.counted = 0
+
+    def count(self, message: al.AgentMessage) -> int:
+        self.counted += 1
+        return self.inner.count(message)
+
+    def count_text(self, text: str) -> int:
+        return self.inner.count_text(text)
+
+
+@pytest.mark.parametrize("size", [10, 10_000])
+@pytest.mark.parametrize("budget", [None, 2_000])
+async def test_a_sliding_window_does_work_only_for_new_messages(
+    size: int, budget: int | None
+) -> None:
+    from agentloop.context import SlidingWindow
+
+    converted = 0
+
+    def convert(message: al.AgentMessage) -> al.LlmMessage | None:
+        nonlocal converted
+        converted += 1
+        return al.loop.default_convert_to_llm(message)
+
+    counter = CountingCounter()
+    window = SlidingWindow(max_tokens=budget or 10**9, counter=counter)
+    model = ScriptedStream([reply_text(f"r{i}") for i in range(4)])
+    agent = al.Agent(
+        model=MODEL,
+        stream_fn=model,
+        messages=history(size),
+        convert_to_llm=convert,
+        transform_context=window,
+    )
+    await agent.prompt("warm up")
+    converted = counter.counted = 0
+    for i in range(3):
+        await agent.prompt(f"p{i}")
+    assert converted == 6
+    # The window counted each new message once (the prompt before its request, the answer at
+    # the next request), whatever the history's length.
+    assert counter.counted <= 7
+    sent = model.calls[-1].context.messages
+    if budget is None or size == 10:
+        assert len(sent) == size + 8 - 1
+    else:
+        assert len(sent) < 400  # the window kept a suffix within the budget (of 10,000)
+        assert sent[0].content[0].text == "q0"  # type: ignore[union-attr]  # the first question

@@ -107,7 +107,7 @@ async def test_raising_ask_is_a_rejection(caplog: pytest.LogCaptureFixture) -> N
     async def broken(call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
         raise RuntimeError("ui crashed")
 
-    with caplog.at_level(logging.ERROR, logger="agentloop_policies.approval"):
+    with caplog.at_level(logging.ERROR, logger="agentloop.policies.approval"):
         decision = await ApprovalGate(broken)(call("delete"), delete)
     assert isinstance(decision, Rejected)
     assert "failed" in decision.reason
@@ -115,7 +115,7 @@ async def test_raising_ask_is_a_rejection(caplog: pytest.LogCaptureFixture) -> N
 
 
 async def test_invalid_answer_is_a_rejection(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="agentloop_policies.approval"):
+    with caplog.at_level(logging.ERROR, logger="agentloop.policies.approval"):
         decision = await ApprovalGate(Asker("yes"))(call("delete"), delete)  # type: ignore[arg-type]
     assert isinstance(decision, Rejected)
     assert "'yes'" in caplog.text

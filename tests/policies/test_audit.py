@@ -140,7 +140,7 @@ def test_a_failing_sink_never_raises(caplog: pytest.LogCaptureFixture) -> None:
     def sink(record: dict[str, Any]) -> None:
         raise OSError("disk full")
 
-    with caplog.at_level(logging.ERROR, logger="agentloop_policies.audit"):
+    with caplog.at_level(logging.ERROR, logger="agentloop.policies.audit"):
         AuditLogger(sink).write({"type": "x"})
     assert "disk full" in caplog.text
 
