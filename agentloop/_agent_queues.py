@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-import anyio.lowlevel
-
 from ._types import AgentMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -82,11 +80,11 @@ class AgentQueues:
                 return taken
             return [queue.popleft()]
 
+    # The loop checks for cancellation just before it polls, so a run being cancelled never
+    # takes a message it will not send.
+
     async def _poll_steering(self) -> list[AgentMessage]:
-        # A run being cancelled must not take a message it will never send.
-        await anyio.lowlevel.checkpoint_if_cancelled()
         return self._take(self._steering, self.steering_mode)
 
     async def _poll_follow_up(self) -> list[AgentMessage]:
-        await anyio.lowlevel.checkpoint_if_cancelled()
         return self._take(self._follow_up, self.follow_up_mode)

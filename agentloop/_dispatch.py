@@ -315,10 +315,12 @@ class Batch:
                     return []
         # Pass two: approval, then validation.
         ready: list[_Slot] = []
+        asks = run.config.approval is not None
         for slot in self.slots:
             if slot.ended:
                 continue
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            if asks:
+                await anyio.lowlevel.checkpoint_if_cancelled()
             if not await self._approve(slot):
                 if self.stopped is not None:
                     self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")

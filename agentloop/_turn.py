@@ -184,8 +184,8 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     shown = base if base.api_key is None else msgspec.structs.replace(base, api_key=None)
     attempt = 0
     while True:
+        # The caller checked for cancellation just before, and a retry's sleep does.
         attempt += 1
-        await anyio.lowlevel.checkpoint_if_cancelled()
         options = base
         if config.get_api_key is not None:
             try:
@@ -333,7 +333,6 @@ async def _turn_body(run: _Run) -> bool:
     if config.toolsets:
         run.refresh_tools()
     system_prompt = await _system_prompt(run)
-    await anyio.lowlevel.checkpoint_if_cancelled()
     request = await _request(run, system_prompt)
     if config.pre_turn_policies:
         stop, injected = run.run_turn_policies(
@@ -362,6 +361,7 @@ async def _turn_body(run: _Run) -> bool:
         run.signal_overflow()
         retry = await _request(run, system_prompt)
         if len(retry.messages) < len(request.messages) or retry.messages != request.messages:
+            await anyio.lowlevel.checkpoint_if_cancelled()
             message = await _stream(run, retry, options)
     message = _normalise_ids(message)
     run.answered(message)
