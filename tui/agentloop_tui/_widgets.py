@@ -245,7 +245,8 @@ class ToolBlock(Static, EntryView):
         body: RenderableType
         if entry.diff and entry.status == "done":
             width = self.app.size.width if self.is_attached else 80
-            body = render_diff(entry.diff, width=width)
+            wide = getattr(self.app, "side_by_side_width", 160)
+            body = render_diff(entry.diff, width=width, side_by_side_width=wide)
         elif entry.output:
             body = _output(entry)
         else:
