@@ -57,7 +57,7 @@ __all__ = [
     "inherited",
 ]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 NoteKind: TypeAlias = Literal["verdict", "steering"]
 

@@ -108,22 +108,22 @@ class RunScope:
         "context",
         "info",
         "measured",
-        "otel",
         "span",
         "start",
+        "telemetry",
         "token",
     )
 
     def __init__(
         self,
-        otel: Telemetry,
+        telemetry: Telemetry,
         info: RunInfo,
         span: Span | None,
         parent: otel_context.Context,
         provider: str,
         measured: bool,
     ) -> None:
-        self.otel = otel
+        self.telemetry = telemetry
         self.info = info
         self.span = span
         self.measured = measured
@@ -173,7 +173,7 @@ class RunScope:
             measured: Attributes = {OPERATION_NAME: "invoke_agent", **self.base}
             if error_type is not None:
                 measured[ERROR_TYPE] = error_type
-            self.otel.instruments.duration.record(elapsed, measured)
+            self.telemetry.instruments.duration.record(elapsed, measured)
 
 
 def _run_error(result: AgentResult[Any] | None, exc: BaseException | None) -> str | None:
@@ -212,14 +212,14 @@ class ChatScope:
             attributes[REQUEST_TEMPERATURE] = options.temperature
         if options.max_tokens is not None:
             attributes[REQUEST_MAX_TOKENS] = options.max_tokens
-        if run.otel.capture_content:
+        if run.telemetry.capture_content:
             request = call.request
             attributes[INPUT_MESSAGES] = content.input_messages(request.messages)
             if request.system_prompt:
                 attributes[SYSTEM_INSTRUCTIONS] = content.system_instructions(request.system_prompt)
             if request.tools:
                 attributes[TOOL_DEFINITIONS] = content.tool_definitions(request.tools)
-        self.span = run.otel.tracer.start_span(
+        self.span = run.telemetry.tracer.start_span(
             f"chat {model_id}", context=run.context, kind=SpanKind.CLIENT, attributes=attributes
         )
 
@@ -269,7 +269,7 @@ class ChatScope:
             _usage_attributes(message.usage, attributes)
             if message.usage.estimated:
                 attributes["agentloop.usage.estimated"] = True
-            if self.run.otel.capture_content:
+            if self.run.telemetry.capture_content:
                 attributes[OUTPUT_MESSAGES] = content.output_messages(message)
             if message.stop_reason is not StopReason.ERROR:
                 self.run.answer = span.get_span_context()
@@ -293,7 +293,7 @@ class ChatScope:
         response_model: str,
         elapsed: float,
     ) -> None:
-        instruments = self.run.otel.instruments
+        instruments = self.run.telemetry.instruments
         attributes: Attributes = {OPERATION_NAME: "chat", **self.run.base}
         attributes[RESPONSE_MODEL] = response_model
         if message is not None:
@@ -330,10 +330,10 @@ class ToolScope:
         description = getattr(call.tool, "description", None)
         if description:
             attributes[TOOL_DESCRIPTION] = description
-        if run.otel.capture_content:
+        if run.telemetry.capture_content:
             attributes[TOOL_CALL_ARGUMENTS] = content.json_text(call.arguments)
         links = [Link(run.answer)] if run.answer is not None else None
-        self.span = run.otel.tracer.start_span(
+        self.span = run.telemetry.tracer.start_span(
             f"execute_tool {tool_call.name}",
             context=run.context,
             kind=SpanKind.INTERNAL,
@@ -359,7 +359,7 @@ class ToolScope:
         call = self.call
         # Cancelled by steering or by an abort: not a failure of the tool, and not measured.
         cancelled = call.interrupted or exc is not None
-        error_type, description = _tool_error(call, self.run.otel.capture_content)
+        error_type, description = _tool_error(call, self.run.telemetry.capture_content)
         span = self.span
         if span is not None:
             if call.interrupted:
@@ -374,7 +374,7 @@ class ToolScope:
             attributes: Attributes = {OPERATION_NAME: "execute_tool", TOOL_NAME: call.call.name}
             if error_type is not None:
                 attributes[ERROR_TYPE] = error_type
-            self.run.otel.instruments.tool_duration.record(elapsed, attributes)
+            self.run.telemetry.instruments.tool_duration.record(elapsed, attributes)
 
 
 def _tool_error(call: ToolCallInfo, capture: bool) -> tuple[str | None, str | None]:

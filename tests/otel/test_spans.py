@@ -372,3 +372,29 @@ async def test_a_session_id_is_the_conversation_id(telemetry: Telemetry, tmp_pat
         span = telemetry.one(name)
         assert span.attributes is not None
         assert span.attributes["gen_ai.conversation.id"] == "conversation-42"
+
+
+async def test_the_streamed_form_and_leaving_it_early(telemetry: Telemetry) -> None:
+    bot = telemetry.agent(
+        [reply_tool_calls(("look", {"term": "kitten"})), reply_text("A small cat.")], tools=[look]
+    )
+    async with bot.stream("What is a kitten?") as events:
+        async for event in events:
+            # The consumer's own context is not the run's: the run's spans live in its task.
+            assert not trace.get_current_span().get_span_context().is_valid
+            assert event is not None
+    agent = telemetry.one("invoke_agent agent")
+    assert {parent_id(s) for s in telemetry.spans if s is not agent} == {span_id(agent)}
+    assert len(telemetry.spans) == 4
+
+    telemetry.exporter.clear()
+    bot.reset()
+    bot.stream_fn.script.extend([reply_tool_calls(("look", {"term": "x"})), reply_text("y")])  # type: ignore[attr-defined]
+    async with bot.stream("again") as events:
+        async for event in events:
+            if isinstance(event, al.ToolExecutionStart):
+                break  # leaving early cancels the run
+    agent = telemetry.one("invoke_agent agent")
+    assert event_names(agent) == ["agentloop.abort"]
+    assert agent.attributes is not None and agent.attributes["agentloop.stop_reason"] == "aborted"
+    assert all(s.end_time is not None for s in telemetry.spans)

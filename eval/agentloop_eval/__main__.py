@@ -1,0 +1,7 @@
+"""``python -m agentloop_eval run|report|gate ...``."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())
