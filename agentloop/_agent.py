@@ -573,9 +573,12 @@ class Agent(
 
     async def wait_idle(self) -> None:
         """Return once no run is active."""
+        if not self._running:
+            return
         idle = self._idle
-        if idle is not None:
-            await idle.wait()
+        if idle is None:
+            idle = self._idle = anyio.Event()  # made only when someone waits
+        await idle.wait()
 
     def reset(self) -> None:
         """Restore the initial state: history, tools, queues, model, prompt, usage.

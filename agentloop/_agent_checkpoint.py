@@ -7,6 +7,7 @@ run at the end of its current turn and returns a checkpoint; ``agent.pause_nowai
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -48,10 +49,13 @@ class PauseAtTurnEnd:
     name = "pause"
 
     def __init__(self, agent: AgentCheckpoints) -> None:
-        self.agent = agent
+        # Weak: the agent holds this policy, and a cycle would leave a dropped agent to the
+        # cyclic GC instead of freeing it at once.
+        self._agent = weakref.ref(agent)
 
     def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
-        return Stop(reason="paused") if self.agent._pause_requested else CONTINUE
+        agent = self._agent()
+        return Stop(reason="paused") if agent is not None and agent._pause_requested else CONTINUE
 
 
 class AgentCheckpoints:

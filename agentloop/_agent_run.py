@@ -216,7 +216,6 @@ class AgentRunner:
             if self._running:
                 raise AlreadyRunning("the agent is already running")
             self._running = True
-        self._idle = anyio.Event()
         self._scope = scope
         self._run = run
         self._token = anyio.lowlevel.current_token()

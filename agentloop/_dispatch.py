@@ -102,6 +102,29 @@ def _broken_json(call: ToolCall) -> str:
     )
 
 
+class _Updates:
+    """A call's ``on_update``: emits its partial results, from any thread, until it ends."""
+
+    __slots__ = ("_run", "_slot")
+
+    def __init__(self, run: _Run, slot: _Slot) -> None:
+        self._run = run
+        self._slot = slot
+
+    def __call__(self, update: AgentToolResult | str) -> None:
+        slot = self._slot
+        if slot.ended:
+            return  # a thread outliving its call: the update is void
+        run = self._run
+        if threading.get_ident() != run.loop_thread:
+            run.call_from_thread(self, update)
+            return
+        if isinstance(update, str):
+            update = AgentToolResult.text(update)
+        call = slot.call
+        run.emit(ToolExecutionUpdate(call_id=call.id, name=call.name, update=update))
+
+
 class Batch:
     """The tool calls of one assistant message, from policies to committed results."""
 
@@ -134,6 +157,7 @@ class Batch:
         slot.ended = True
         if slot.context is not None:
             slot.context._cancel()  # a thread still running is told its result is void
+            slot.context = None  # (the context's ``on_update`` refers to the slot)
         call = slot.call
         self.run.emit(
             ToolExecutionEnd(
@@ -421,20 +445,8 @@ class Batch:
         run = self.run
         call = slot.call
         self._start(slot)
-        emit = run.emit
         call_id, name = call.id, call.name
-        loop_thread = run.loop_thread
-
-        def on_update(update: AgentToolResult | str) -> None:
-            if slot.ended:
-                return  # a thread outliving its call: the update is void
-            if threading.get_ident() != loop_thread:
-                run.call_from_thread(on_update, update)
-                return
-            if isinstance(update, str):
-                update = AgentToolResult.text(update)
-            emit(ToolExecutionUpdate(call_id=call_id, name=name, update=update))
-
+        on_update = _Updates(run, slot)
         ctx = slot.context = ToolContext(call_id, name, on_update, run.config.deps, run.link)
         _current_context.set(ctx)
         timeout = getattr(tool, "timeout", None) or run.config.tool_timeout

@@ -539,6 +539,12 @@ class _Run:
 
     async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         """Run to the end; on cancellation emit the closing events, then re-raise."""
+        try:
+            return await self._observed(prompts)
+        finally:
+            self.link._close()
+
+    async def _observed(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         instrumentation = self.config.instrumentation or inherited.get()
         if instrumentation is None:
             return await self._run(prompts)

@@ -205,6 +205,19 @@ class RunLink:
         """Add what a sub-agent spent to the calling run's usage and cost (loop thread)."""
         self._account(usage, cost)
 
+    def _close(self) -> None:
+        """The calling run has ended: what is emitted or accounted from now on is dropped.
+
+        It also lets the run go: the link no longer refers to it, so a finished run is freed
+        by reference counting, without waiting for the cyclic GC.
+        """
+        self._emit = _drop
+        self._account = _drop
+
+
+def _drop(*args: Any) -> None:
+    pass
+
 
 # The context of the tool call the current task (or worker thread) is running; the loop sets
 # it in each call's child task, so a tool can reach its call's context without a parameter.

@@ -51,7 +51,7 @@ async def many(impl: str, runs: int, seconds: float) -> float:
             assert len(history) == 2 * TURNS + 2
             done += 1
 
-    else:
+    elif impl == "run_loop":
         tool = SleepTool(seconds)
         prompt = [al.UserMessage.from_text("go")]
 
@@ -59,6 +59,21 @@ async def many(impl: str, runs: int, seconds: float) -> float:
             nonlocal done
             config = al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
             result = await al.loop.run_loop(prompt, al.loop.AgentContext(), config)
+            assert len(result.messages) == 2 * TURNS + 2, result.stop_reason
+            done += 1
+
+    else:
+
+        @al.tool(name="sleep")
+        async def sleep() -> str:
+            """Sleep a while."""
+            await anyio.sleep(seconds)
+            return "ok"
+
+        async def one() -> None:
+            nonlocal done
+            agent = al.Agent(model=MODEL, stream_fn=Replay(replies), tools=[sleep])
+            result = await agent.prompt("go")
             assert len(result.messages) == 2 * TURNS + 2, result.stop_reason
             done += 1
 
@@ -73,10 +88,11 @@ async def many(impl: str, runs: int, seconds: float) -> float:
 
 def main() -> None:
     parser = base_parser(__doc__ or "")
-    parser.add_argument("--impl", choices=("floor", "agentloop"), default="agentloop")
+    parser.add_argument("--impl", choices=("floor", "run_loop", "agent"), default="agent")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=0.01)
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--no-gc", action="store_true", help="disable the cyclic GC for the runs")
     args = parser.parse_args()
     if args.smoke:
         args.runs, args.warmup = min(args.runs, 20), 0
@@ -87,6 +103,8 @@ def main() -> None:
     before = rss_kib()
     if args.tracemalloc:
         tracemalloc.start()
+    if args.no_gc:
+        gc.disable()
     wall = anyio.run(many, args.impl, args.runs, args.seconds, backend=args.backend)
     out: dict[str, Any] = {
         "backend": args.backend,
@@ -94,6 +112,7 @@ def main() -> None:
         "runs": args.runs,
         "turns": TURNS,
         "tool_seconds": args.seconds,
+        "gc": not args.no_gc,
         "wall_s": wall,
         "rss_before_kib": before,
         "peak_rss_kib": peak_rss_kib(),

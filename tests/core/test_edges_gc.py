@@ -109,3 +109,68 @@ def test_messages_holding_objects_are_collected(make: Any) -> None:
     del box, message
     gc.collect()
     assert ref() is None
+
+
+# ---------------------------------------------------------------- runs leave no cycles
+
+
+@pytest.fixture
+def no_gc() -> Any:
+    """The cyclic GC off, and everything collectable collected before the test."""
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    yield
+    gc.set_debug(0)
+    gc.garbage.clear()
+    if was:
+        gc.enable()
+
+
+def _agentloop_garbage() -> list[str]:
+    """What only the cyclic GC would free: the agentloop objects among it, by type."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.collect()
+    found = sorted(
+        type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("agentloop")
+    )
+    gc.set_debug(0)
+    gc.garbage.clear()
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_finished_agent_run_is_freed_without_the_cyclic_gc(no_gc: Any) -> None:
+    """A run (and a dropped agent) is freed by reference counting alone: under load, cycles
+    per run make the cyclic GC's full collections the dominant cost (benchmark B4)."""
+
+    @al.tool
+    def progress(ctx: al.ToolContext) -> str:
+        """Report progress, then finish (from a worker thread)."""
+        ctx.on_update("half way")
+        return "done"
+
+    @al.tool
+    async def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+
+    for _ in range(2):  # the first round warms caches (schemas, type info) kept for the process
+        stream = ScriptedStream(
+            [
+                reply_tool_calls(("progress", {}), ("noop", {})),
+                reply_tool_calls(("noop", {})),
+                reply_text("finished"),
+            ]
+        )
+        agent = al.Agent(model="scripted:none", stream_fn=stream, tools=[progress, noop])
+        seen: list[al.AgentEvent] = []
+        agent.subscribe(seen.append)
+        result = await agent.prompt("go")
+        assert result.output == "finished"
+        assert any(type(e).__name__ == "ToolExecutionUpdate" for e in seen)
+        del agent, stream, seen, result
+        garbage = _agentloop_garbage()
+    assert garbage == []
