@@ -295,7 +295,12 @@ class AgentRunner:
         scope = anyio.CancelScope()
         context, config = self._loop_input(output, extras)
         run = _Run(
-            context, config, self._on_event, cancel_scope=scope, history=self._history_for(config)
+            context,
+            config,
+            self._on_event,
+            cancel_scope=scope,
+            history=self._history_for(config),
+            updates=bool(self._subscriber_list),
         )
         self._claim(scope, run)
         result: AgentResult[str] | None = None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from ._events import AgentEvent
+    from ._loop import _Run
 
 __all__ = ["AgentSubscribers", "Subscriber"]
 
@@ -22,6 +23,7 @@ class AgentSubscribers:
     _subscribers: dict[int, Subscriber]
     _subscriber_list: tuple[tuple[int, Subscriber], ...]
     _next_handle: int
+    _run: _Run | None
 
     def subscribe(self, callback: Subscriber) -> int:
         """Call ``callback(event)`` for every event, synchronously; returns a handle.
@@ -33,6 +35,8 @@ class AgentSubscribers:
         self._next_handle += 1
         self._subscribers[handle] = callback
         self._subscriber_list = tuple(self._subscribers.items())
+        if self._run is not None:
+            self._run.updates = True  # a subscriber joining mid-run sees the answer's updates
         return handle
 
     def unsubscribe(self, handle: int) -> bool:

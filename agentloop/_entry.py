@@ -277,5 +277,11 @@ async def run_loop(
     """
     if continue_:
         check_continue(context)
-    run = _Run(context, config, safe_callback(on_event), cancel_scope=cancel_scope)
+    run = _Run(
+        context,
+        config,
+        safe_callback(on_event),
+        cancel_scope=cancel_scope,
+        updates=on_event is not None,
+    )
     return await run.run(prompts)

@@ -97,6 +97,7 @@ class _Run:
         "toolset_tools",
         "turn",
         "turn_message",
+        "updates",
         "usage",
         "validators",
         "view",
@@ -111,10 +112,14 @@ class _Run:
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
         history: History | None = None,
+        updates: bool = True,
     ) -> None:
         self.config = config
         self.emit = emit
         self.channel = channel
+        # Whether anyone sees ``MessageUpdate`` events: when no one does, a streamed answer
+        # makes none (the Agent turns it on when a subscriber joins mid-run).
+        self.updates = updates
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
         self.system_prompt = context.system_prompt
         self.static_tools: Sequence[AgentTool] = config.tools or context.tools

@@ -214,7 +214,8 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                             first = None
                         if not push(event):
                             break
-                        emit(MessageUpdate(event=event))
+                        if run.updates:
+                            emit(MessageUpdate(event=event))
                         if channel is not None and channel.full:
                             # The consumer is behind: let it drain before streaming on.
                             await channel.wait_writable()

@@ -387,9 +387,16 @@ async def test_the_streamed_form_and_leaving_it_early(telemetry: Telemetry) -> N
     assert {parent_id(s) for s in telemetry.spans if s is not agent} == {span_id(agent)}
     assert len(telemetry.spans) == 4
 
+    @al.tool
+    async def wait() -> str:
+        """Wait until cancelled (the run cannot finish before the consumer leaves)."""
+        await anyio.sleep_forever()
+        return "never"
+
     telemetry.exporter.clear()
     bot.reset()
-    bot.stream_fn.script.extend([reply_tool_calls(("look", {"term": "x"})), reply_text("y")])  # type: ignore[attr-defined]
+    bot.set_tools([wait])
+    bot.stream_fn.script.extend([reply_tool_calls(("wait", {})), reply_text("y")])  # type: ignore[attr-defined]
     async with bot.stream("again") as events:
         async for event in events:
             if isinstance(event, al.ToolExecutionStart):
