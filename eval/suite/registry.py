@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from agentloop.stream import AssistantMessageEvent, LlmContext, StreamFn
-
     from agentloop_eval import Setup, Trajectory
 
 registry = Registry()
