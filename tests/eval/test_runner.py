@@ -77,12 +77,13 @@ async def test_repeats_pass_rates_and_pass_at_k() -> None:
     report = await run_suite(suite_of(case, model=model), concurrency=1, on_run=seen.append)
     [result] = report.cases
     assert [r.repeat for r in result.runs] == [0, 1, 2, 3]
-    assert [r.status for r in result.runs] == ["passed", "failed", "passed", "failed"]
+    # Which repeat gets which answer depends on scheduling (trio shuffles it): count them.
+    assert sorted(r.status for r in result.runs) == ["failed", "failed", "passed", "passed"]
     assert (result.passed, result.failed, result.errors, result.pass_rate) == (2, 2, 0, 0.5)
     assert result.pass_at(2) == pytest.approx(1 - 1 / 6) and result.pass_at(5) is None
     assert sorted(r.repeat for r in seen) == [0, 1, 2, 3]
-    failed = result.runs[1].checks[0]
-    assert failed == Check(name="matches /^4$/", passed=False, detail="no match in '5'")
+    failed = sorted(r.checks[0].detail for r in result.runs if r.status == "failed")
+    assert failed == ["no match in '5'", "no match in 'four'"]
     # The runs option repeats every case, whatever it says.
     again = await run_suite(suite_of(case, model=model), repeats=2)
     assert len(again.cases[0].runs) == 2
