@@ -306,6 +306,8 @@ def load_suite(path: str | Path) -> Suite:
             exist.
     """
     path = Path(path)
+    if not path.exists():
+        raise SuiteError(f"no suite at {path}")
     if path.is_dir():
         found = [path / name for name in SUITE_FILES if (path / name).is_file()]
         if not found:
