@@ -81,6 +81,8 @@ def test_a_real_drop_is_a_regression_and_a_small_one_is_noise() -> None:
     assert not result.passed and [c.name for c in result.regressions] == ["a", "s"]
     better = gate(baseline, baseline=now, thresholds=loose)
     assert better.passed and {c.verdict for c in better.comparisons} == {"improvement", "noise"}
+    assert "  improvement: case a: 6/20 -> 20/20 (+70%, interval" in better.summary()
+    assert result.summary().count("case a: 20/20 -> 6/20") == 1  # once, among the failures
     # A margin tolerates drops smaller than itself.
     assert gate(now, baseline=baseline, thresholds=loose, margin=0.8).passed
 
