@@ -48,7 +48,9 @@ def test_no_other_package_of_ours_imports_it() -> None:
 
 
 def test_importing_the_coding_agent_loads_neither_the_tui_nor_textual() -> None:
-    probe = "import agentloop_coding._cli, sys; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    probe = (
+        "import agentloop_coding._cli, sys; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
