@@ -109,6 +109,7 @@ class RunEvents:
                 except BaseExceptionGroup as group:
                     raise group.exceptions[0] from None
         finally:
+            self._send.close()
             self._receive.close()
             await self._subscription.__aexit__(exc_type, exc, tb)
 
