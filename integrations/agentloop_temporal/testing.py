@@ -20,8 +20,11 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["DevServer", "dev_server", "start_dev_server", "temporal_cli"]
 
@@ -145,9 +148,7 @@ def start_dev_server(
     server.reader.start()
     if not ready.wait(timeout) or process.poll() is not None:
         server.stop()
-        raise RuntimeError(
-            f"the Temporal dev server did not start: {''.join(server.output[-20:])}"
-        )
+        raise RuntimeError(f"the Temporal dev server did not start: {''.join(server.output[-20:])}")
     return server
 
 
