@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from agentloop_temporal import create_worker
 from temporalio.client import Client
 
 from agentloop import AssistantMessage, ToolCall, ToolResultMessage, tool
 from agentloop.testing import events_for, reply_text, reply_tool_calls
+from agentloop_temporal import create_worker
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

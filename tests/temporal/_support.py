@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from agentloop_temporal import CallOptions, EventHub, TemporalAgent, create_worker, workflow_runner
-from agentloop_temporal._workflow import AgentWorkflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Replayer
 
 from agentloop import AgentMessage, AssistantMessage, ModelSpec, ToolCall, ToolResultMessage, tool
+from agentloop_temporal import CallOptions, EventHub, TemporalAgent, create_worker, workflow_runner
+from agentloop_temporal._workflow import AgentWorkflow
 
 if TYPE_CHECKING:
     from temporalio.worker import Worker

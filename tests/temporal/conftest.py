@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+
 from agentloop_temporal.testing import DevServer, start_dev_server
 
 if TYPE_CHECKING:

@@ -32,8 +32,9 @@ from ._support import (
 )
 
 if TYPE_CHECKING:
-    from agentloop_temporal.testing import DevServer
     from anyio.abc import Process
+
+    from agentloop_temporal.testing import DevServer
 
 pytestmark = pytest.mark.anyio
 

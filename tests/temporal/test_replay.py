@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentloop_temporal import WORKFLOW_NAME, AgentWorkflow, workflow_runner
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
+from agentloop_temporal import WORKFLOW_NAME, AgentWorkflow, workflow_runner
 
 pytestmark = pytest.mark.anyio
 

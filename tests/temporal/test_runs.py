@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from agentloop_temporal import ApprovalRequested, EventHub, RunEvent
 from temporalio.client import WorkflowFailureError
 
 from agentloop import (
@@ -32,6 +31,7 @@ from agentloop.testing import (
     reply_text,
     reply_tool_calls,
 )
+from agentloop_temporal import ApprovalRequested, EventHub, RunEvent
 
 from ._support import (
     MODEL,
@@ -48,10 +48,9 @@ from ._support import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from agentloop_temporal.testing import DevServer
-
     from agentloop import ModelSpec, StreamOptions
     from agentloop.stream import AssistantMessageEvent, LlmContext
+    from agentloop_temporal.testing import DevServer
 
 pytestmark = pytest.mark.anyio
 
