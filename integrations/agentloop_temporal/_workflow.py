@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as Timeout
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     import anyio
@@ -38,7 +38,6 @@ from agentloop import (
     AssistantMessage,
     Checkpoint,
     Cost,
-    ErrorKind,
     MessageEnd,
     MessageUpdate,
     ModelSpec,
@@ -53,6 +52,14 @@ from agentloop.policy import APPROVED, ApprovalDecision, ApprovedWith, Rejected
 from agentloop.retry import NoRetry
 from agentloop.stream import AssistantMessageEvent, ErrorEvent, LlmContext
 
+from ._calls import (
+    RemoteTool,
+    await_activity,
+    failure,
+    messages_of,
+    retry_policy,
+    take,
+)
 from ._data import (
     DESCRIBE_ACTIVITY,
     MODEL_ACTIVITY,
@@ -87,65 +94,10 @@ __all__ = ["AgentWorkflow"]
 
 _PUBLISH_TIMEOUT = timedelta(seconds=10)
 _PUBLISH_RETRY = RetryPolicy(maximum_attempts=3)
-_RETRYABLE = {ErrorKind.THROTTLED.value, ErrorKind.NETWORK.value}
 
 
 def _now_ms() -> int:
     return workflow.time_ns() // 1_000_000
-
-
-def _retry_policy(options: CallOptions) -> RetryPolicy:
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=options.initial_interval),
-        backoff_coefficient=options.backoff,
-        maximum_interval=timedelta(seconds=options.max_interval),
-        maximum_attempts=options.max_attempts,
-    )
-
-
-def _failure(exc: ActivityError) -> tuple[ErrorKind, str]:
-    """The kind and text of an activity's last failure (all its attempts used)."""
-    cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        try:
-            kind = ErrorKind(cause.type or ErrorKind.OTHER.value)
-        except ValueError:
-            kind = ErrorKind.OTHER
-        return kind, cause.message
-    if isinstance(cause, Timeout):
-        which = cause.type.name.lower() if cause.type is not None else "timeout"
-        return ErrorKind.NETWORK, f"the activity timed out ({which})"
-    return ErrorKind.OTHER, str(cause or exc)
-
-
-def _retrieve(handle: Any) -> None:
-    """Done-callback of an activity left behind: take its outcome so nothing is reported."""
-    if not handle.cancelled():
-        handle.exception()
-
-
-class _RemoteTool:
-    """A worker's tool, as the loop in the workflow sees it: each call is an activity.
-
-    Arguments are validated on the worker, by the tool itself (``validate_arguments`` passes
-    them through here), so a tool behaves as it does in process.
-    """
-
-    def __init__(self, run: AgentWorkflow, spec: ToolSpec) -> None:
-        self._run = run
-        self.name = spec.name
-        self.label = spec.label or spec.name
-        self.description = spec.description
-        self.parameters = spec.parameters
-        self.requires_approval = spec.requires_approval
-        self.read_only = spec.read_only
-
-    def validate_arguments(self, arguments: Any) -> Any:
-        return arguments
-
-    async def execute(self, call_id: str, arguments: Any, on_update: Any) -> AgentToolResult:
-        call = ToolCall(id=call_id, name=self.name, arguments=arguments)
-        return await self._run._call_tool(call)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -205,7 +157,7 @@ class AgentWorkflow:
                 model=checkpoint.model,
                 stream_fn=self._stream,
                 stream_options=msgspec.structs.replace(run.stream_options, api_key=None),
-                tools=[_RemoteTool(self, spec) for spec in specs],
+                tools=[RemoteTool(spec, self._call_tool) for spec in specs],
                 # Temporal retries failed model calls (the activity's retry policy).
                 retry_strategy=NoRetry(),
                 get_steering_messages=self._take_steering,
@@ -310,7 +262,7 @@ class AgentWorkflow:
         batch, self._outbox = self._outbox, []
         self._flushing = True
         try:
-            await self._await(
+            await await_activity(
                 workflow.start_local_activity(
                     PUBLISH_ACTIVITY,
                     to_payload(PublishInput(records=batch)),
@@ -328,22 +280,6 @@ class AgentWorkflow:
 
     # ---------------------------------------------------------------- activities
 
-    @staticmethod
-    async def _await(handle: Any) -> Any:
-        """Wait for an activity; a cancelled wait asks Temporal to cancel it and returns at once.
-
-        Awaiting the handle itself would hold the task until Temporal confirmed the
-        cancellation, which a cancel scope (steering, abort) must not wait for.
-        """
-        try:
-            await workflow.wait_condition(handle.done)
-        except BaseException:
-            if not handle.done():
-                handle.cancel()
-                handle.add_done_callback(_retrieve)
-            raise
-        return handle.result()
-
     def _start(self, name: str, argument: Any, options: CallOptions, key: str) -> Any:
         return workflow.start_activity(
             name,
@@ -351,20 +287,20 @@ class AgentWorkflow:
             activity_id=key,
             start_to_close_timeout=timedelta(seconds=options.start_to_close),
             heartbeat_timeout=timedelta(seconds=options.heartbeat),
-            retry_policy=_retry_policy(options),
+            retry_policy=retry_policy(options),
         )
 
     async def _describe(self, names: list[str] | None) -> list[ToolSpec]:
         run = self._input
         assert run is not None
         options = run.tool_calls
-        reply = await self._await(
+        reply = await await_activity(
             workflow.start_activity(
                 DESCRIBE_ACTIVITY,
                 names,
                 activity_id="describe-tools",
                 start_to_close_timeout=timedelta(seconds=options.start_to_close),
-                retry_policy=_retry_policy(options),
+                retry_policy=retry_policy(options),
             )
         )
         return [from_payload(spec, ToolSpec) for spec in reply]
@@ -394,9 +330,9 @@ class AgentWorkflow:
             publish=run.publish,
         )
         try:
-            reply = await self._await(self._start(MODEL_ACTIVITY, call, run.model_calls, key))
+            reply = await await_activity(self._start(MODEL_ACTIVITY, call, run.model_calls, key))
         except ActivityError as exc:
-            kind, text = _failure(exc)
+            kind, text = failure(exc)
             yield ErrorEvent(kind=kind, message=f"model call failed on the workers: {text}")
             return
         for event in from_payload(reply, ModelReply).events:
@@ -409,9 +345,9 @@ class AgentWorkflow:
         await self._flush()
         argument = ToolCallInput(call=call, publish=run.publish)
         try:
-            reply = await self._await(self._start(TOOL_ACTIVITY, argument, run.tool_calls, key))
+            reply = await await_activity(self._start(TOOL_ACTIVITY, argument, run.tool_calls, key))
         except ActivityError as exc:
-            _, text = _failure(exc)
+            _, text = failure(exc)
             return AgentToolResult.error(f"tool call {call.name!r} failed on the workers: {text}")
         return from_payload(reply, ToolReply).result
 
@@ -420,20 +356,20 @@ class AgentWorkflow:
     @workflow.signal(name="steer")
     def steer(self, messages: list[Any]) -> None:
         """Queue steering messages: they interrupt the running tool batch."""
-        self._steering.extend(_messages(messages))
+        self._steering.extend(messages_of(messages))
 
     @workflow.signal(name="follow_up")
     def follow_up(self, messages: list[Any]) -> None:
         """Queue messages for when the run would otherwise end."""
-        self._follow_up.extend(_messages(messages))
+        self._follow_up.extend(messages_of(messages))
 
     async def _take_steering(self) -> Sequence[AgentMessage]:
         run = self._input
-        return _take(self._steering, run.steering_mode if run else "one_at_a_time")
+        return take(self._steering, run.steering_mode if run else "one_at_a_time")
 
     async def _take_follow_up(self) -> Sequence[AgentMessage]:
         run = self._input
-        return _take(self._follow_up, run.follow_up_mode if run else "one_at_a_time")
+        return take(self._follow_up, run.follow_up_mode if run else "one_at_a_time")
 
     # ---------------------------------------------------------------- approval (update)
 
@@ -497,17 +433,3 @@ class AgentWorkflow:
         if self._input is None:
             raise ValueError("the run has not started")
         return to_payload(self._checkpoint())  # type: ignore[no-any-return]
-
-
-def _messages(payload: list[Any]) -> list[AgentMessage]:
-    return from_payload(payload, list[AgentMessage])
-
-
-def _take(queue: list[AgentMessage], mode: str) -> list[AgentMessage]:
-    if not queue:
-        return []
-    if mode == "all":
-        taken = list(queue)
-        queue.clear()
-        return taken
-    return [queue.pop(0)]
