@@ -12,6 +12,8 @@ collectable; msgspec leaves an instance untracked anyway when none of its values
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import time
 import typing
@@ -23,7 +25,7 @@ import msgspec
 from ._errors import Aborted, AgentError, ErrorKind, HookFailed, error_for_kind
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from typing_extensions import TypeVar
 
@@ -61,12 +63,36 @@ __all__ = [
     "UserMessage",
     "extract_text",
     "now_ms",
+    "use_clock",
 ]
+
+_clock: contextvars.ContextVar[Callable[[], int] | None] = contextvars.ContextVar(
+    "agentloop_clock", default=None
+)
 
 
 def now_ms() -> int:
-    """Milliseconds since the epoch, the unit of every ``timestamp`` field."""
-    return time.time_ns() // 1_000_000
+    """Milliseconds since the epoch, the unit of every ``timestamp`` field: the wall clock, or
+    the clock in use (``use_clock``)."""
+    clock = _clock.get()
+    if clock is None:
+        return time.time_ns() // 1_000_000
+    return clock()
+
+
+@contextlib.contextmanager
+def use_clock(clock: Callable[[], int]) -> Iterator[None]:
+    """Timestamp the messages built inside the block with ``clock()`` (milliseconds).
+
+    It covers the block's task and the tasks started from it (a run started inside, its tool
+    calls), not other tasks. For runtimes that replay a run and need the same timestamps every
+    time (a Temporal workflow passes its deterministic time), and for tests comparing histories.
+    """
+    token = _clock.set(clock)
+    try:
+        yield
+    finally:
+        _clock.reset(token)
 
 
 # --------------------------------------------------------------------------- content blocks

@@ -2,7 +2,8 @@
 
 ``agent_loop(prompts, context, config)`` is an async context manager yielding the run's events;
 ``run_loop`` awaits the run and returns its result (with an optional event callback and no
-channel). ``AgentLoopConfig`` holds everything a run needs besides its context.
+channel). ``AgentLoopConfig`` holds everything a run needs besides its context; ``use_clock``
+gives the messages a run builds their timestamps from a clock of the caller's.
 """
 
 from ._config import (
@@ -22,7 +23,7 @@ from ._entry import (
     run_loop as run_loop,
 )
 from ._public import publish
-from ._types import AgentContext as AgentContext
+from ._types import AgentContext as AgentContext, use_clock as use_clock
 
 __all__ = [
     "AgentContext",
@@ -38,6 +39,7 @@ __all__ = [
     "agent_loop_continue",
     "default_convert_to_llm",
     "run_loop",
+    "use_clock",
 ]
 
 publish(__name__, globals(), __all__, force=False)

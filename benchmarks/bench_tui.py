@@ -6,7 +6,8 @@ characters) is streamed through the real app, headless, as the agent's events. E
 model) and Textual's layout and paint (``pilot.pause()``). The baseline draws the same deltas
 into Textual's ``Log`` widget, an append-only text log, with the same frames.
 
-Reported for each size: frame time p50 and p99 (ms), total CPU (s) and CPU per 1,000 tokens.
+Reported for each size: frame time p50 and p99 (ms), over all frames and over the first and the
+last tenth of the answer, total CPU (s) and CPU per 1,000 tokens.
 The cost stays linear when CPU per 1,000 tokens is flat from 25k to 100k tokens, i.e. a frame at
 the end of a long answer costs what a frame at its start does.
 
@@ -107,13 +108,26 @@ async def run_log(tokens: list[str], per_frame: int) -> dict[str, Any]:
 
 
 def _summary(frames: list[float], cpu: float, tokens: int) -> dict[str, Any]:
+    tenth = max(1, len(frames) // 10)
     return {
         "frames": len(frames),
-        "frame_p50_ms": round(statistics.median(frames) * 1000, 3),
-        "frame_p99_ms": round(_percentile(frames, 0.99) * 1000, 3),
+        "frame_p50_ms": _ms(statistics.median(frames)),
+        "frame_p99_ms": _ms(_percentile(frames, 0.99)),
+        # The first and the last tenth of the answer: a frame at its end costs what one at its
+        # start does when the cost is linear.
+        "start_p50_p99_ms": _p50_p99(frames[:tenth]),
+        "end_p50_p99_ms": _p50_p99(frames[-tenth:]),
         "cpu_s": round(cpu, 3),
         "cpu_per_1k_tokens_ms": round(cpu / tokens * 1000 * 1000, 3),
     }
+
+
+def _p50_p99(frames: list[float]) -> list[float]:
+    return [_ms(statistics.median(frames)), _ms(_percentile(frames, 0.99))]
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
 
 
 def main() -> None:

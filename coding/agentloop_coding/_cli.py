@@ -8,10 +8,12 @@
     agentloop acp                            an Agent Client Protocol server on stdio
     agentloop config                         the effective settings and where they come from
     agentloop sessions                       the stored sessions, newest first
+    agentloop eval run|report|gate ...       evaluate agents (the [eval] extra)
 
 ``agentloop`` alone (or ``agentloop tui``) opens the terminal UI, which is not part of this
 package: it is imported by name, when asked for, from the ``[tui]`` extra (``agentloop_tui``
-imports this package, never the reverse). The ``scripted:<file.json>`` model (see
+imports this package, never the reverse). ``agentloop eval`` hands over to ``agentloop_eval``
+(the ``[eval]`` extra) the same way. The ``scripted:<file.json>`` model (see
 ``_scripted``) is always available, for tests and demos.
 """
 
@@ -36,13 +38,18 @@ from ._session import CodingSession, list_sessions, open_store
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["TUI_MISSING", "build_parser", "main"]
+__all__ = ["EVAL_MISSING", "TUI_MISSING", "build_parser", "main"]
 
 TUI_MISSING = (
     "agentloop: the terminal UI needs the [tui] extra: pip install 'anyio-agentloop[tui]'\n"
     'For now, run one prompt headless:   agentloop run "what does this project do?"\n'
     "or connect an editor over ACP:      agentloop acp\n"
     "See agentloop --help."
+)
+
+EVAL_MISSING = (
+    "agentloop: evaluation needs the [eval] extra: pip install 'anyio-agentloop[eval]'\n"
+    "then: agentloop eval run SUITE_FOLDER   (see the Evaluation page of the docs)"
 )
 
 _USAGE_ERRORS = (ConfigError, UnknownModel, SessionNotFound, ScriptError, ValueError)
@@ -106,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sessions)
 
     commands.add_parser("tui", help="the terminal UI (the default; needs the [tui] extra)")
+    commands.add_parser("eval", help="evaluate agents: run, report, gate (the [eval] extra)")
     return parser
 
 
@@ -237,11 +245,26 @@ def _open_tui(argv: Sequence[str]) -> int:
     return code
 
 
+def _open_eval(argv: Sequence[str]) -> int:
+    """Hand over to the evaluation command line (``agentloop_eval.main``), if installed."""
+    try:
+        evaluation = importlib.import_module("agentloop_eval")
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "agentloop_eval":
+            raise
+        print(EVAL_MISSING, file=sys.stderr)
+        return EXIT_CODES["usage"]
+    code: int = evaluation.main(list(argv), prog="agentloop eval")
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``agentloop`` command; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["tui"]:
         return _open_tui(arguments[1:])  # its flags are the terminal UI's own
+    if arguments[:1] == ["eval"]:
+        return _open_eval(arguments[1:])
     parser = build_parser()
     args = parser.parse_args(arguments)
     if args.command is None:

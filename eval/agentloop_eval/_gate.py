@@ -66,7 +66,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
         lines += [f"  - {failure}" for failure in self.failures]
         lines += [f"  note: {note}" for note in self.notes]
         for c in self.comparisons:
-            if c.verdict != "noise":
+            if c.verdict == "improvement":  # regressions are among the failures already
                 lines.append(
                     f"  {c.verdict}: {c.scope} {c.name}: {c.base_passed}/{c.base_scored} -> "
                     f"{c.new_passed}/{c.new_scored} ({c.difference:+.0%}, interval "

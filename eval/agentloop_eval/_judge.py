@@ -28,7 +28,8 @@ JUDGE_SYSTEM_PROMPT = (
     "line saying why."
 )
 
-_VERDICT = re.compile(r"\b(PASS|FAIL)(?:ED|ES)?\b", re.I)
+_LEADING = re.compile(r"^\W*(PASS|FAIL)\b", re.I)
+_ANYWHERE = re.compile(r"\b(PASS|FAIL)\b")  # elsewhere, only the words in capitals count
 
 
 def judge_prompt(trajectory: Trajectory, rubric: str, *, result_chars: int = 300) -> str:
@@ -41,14 +42,16 @@ def judge_prompt(trajectory: Trajectory, rubric: str, *, result_chars: int = 300
         lines.append(f"- {step.name}({step.arguments!r}) -> {result!r}{flag}")
     if not steps:
         lines.append("(none)")
-    lines += ["", "# Final answer", trajectory.text, "", "# Rubric", rubric]
+    lines += ["", "# Final answer", trajectory.text, "", "# Rubric", rubric, ""]
+    lines.append("Does the final answer meet the rubric? Reply PASS or FAIL, then say why.")
     return "\n".join(lines)
 
 
 def parse_verdict(answer: str) -> bool | None:
-    """``True`` for PASS, ``False`` for FAIL (the first of the two the answer says), ``None``
-    when it says neither."""
-    found = _VERDICT.search(answer)
+    """``True`` for PASS, ``False`` for FAIL: the first word of the answer (any case, after
+    punctuation such as ``**``), else the first of the two written in capitals anywhere;
+    ``None`` when it says neither."""
+    found = _LEADING.search(answer.strip()) or _ANYWHERE.search(answer)
     if found is None:
         return None
     return found.group(1).upper() == "PASS"

@@ -64,7 +64,7 @@ def _meets(case: CaseResult) -> bool:
 
 def _problems(run: RunResult) -> str:
     if run.status == "error":
-        return f"error: {run.error}"
+        return run.error or ""
     failing = [c for c in run.checks if not c.passed]
     return "; ".join(f"{c.name}: {c.detail}" if c.detail else c.name for c in failing)
 

@@ -63,10 +63,13 @@ class _Infrastructure(Exception):
 class _Models:
     """The models of one run: resolved (and recorded), or replayed from the cassette."""
 
-    def __init__(self, mode: CassetteMode, cassette: Cassette | None, repeat: int) -> None:
+    def __init__(
+        self, mode: CassetteMode, cassette: Cassette | None, repeat: int, *, tools: bool
+    ) -> None:
         self.mode = mode
         self.cassette = cassette
         self.repeat = repeat
+        self.tools = tools
         self.replay = (
             ReplayStream(cassette, repeat=repeat) if mode == "replay" and cassette else None
         )
@@ -88,7 +91,7 @@ class _Models:
         return spec, stream_fn
 
     def wrap(self, tool: AgentTool) -> AgentTool:
-        if self.cassette is None or isinstance(tool, SubAgentTool | PipelineTool):
+        if not self.tools or self.cassette is None or isinstance(tool, SubAgentTool | PipelineTool):
             return tool  # a sub-agent runs; its model calls are on the cassette
         if self.replay is not None:
             replaying = ReplayTool(tool, self.cassette, repeat=self.repeat)
@@ -179,7 +182,8 @@ class _SuiteRun:
             if problem is not None:
                 result = RunResult(case=case.name, repeat=repeat, status="error", error=problem)
             else:
-                models = _Models(mode, cassette, repeat)
+                tools = self.suite.record_tools(case)
+                models = _Models(mode, cassette, repeat, tools=tools)
                 try:
                     result = await self._judged(case, repeat, models)
                 finally:

@@ -306,6 +306,8 @@ def load_suite(path: str | Path) -> Suite:
             exist.
     """
     path = Path(path)
+    if not path.exists():
+        raise SuiteError(f"no suite at {path}")
     if path.is_dir():
         found = [path / name for name in SUITE_FILES if (path / name).is_file()]
         if not found:
@@ -314,9 +316,8 @@ def load_suite(path: str | Path) -> Suite:
     config = decode_file(path, SuiteConfig)
     root = path.parent
     registry = Registry() if config.registry is None else load_registry(config.registry, root)
-    cases = [
-        case for entry in config.cases for f in _case_files(root, entry) for case in read_cases(f)
-    ]
+    files = [f for entry in config.cases for f in _case_files(root, entry) if f != path]
+    cases = [case for f in files for case in read_cases(f)]
     suite = Suite(config=config, cases=cases, registry=registry, root=root)
     suite.validate()
     return suite

@@ -128,6 +128,7 @@ SUBMODULES = {
         "agent_loop_continue",
         "default_convert_to_llm",
         "run_loop",
+        "use_clock",
     ],
     "agentloop.stream": [
         "Accumulator",

@@ -62,6 +62,7 @@ PRINTS = {
         "lookup({'term': 'puppy'}) ok",
     ],
     "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
+    "docs/temporal.md": ["AgentStart\nTurnStart", "ToolExecutionEnd", "AgentEnd\n2 + 3 = 5"],
 }
 
 

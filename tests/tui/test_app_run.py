@@ -11,7 +11,8 @@ from textual.widgets import Static
 
 import agentloop as al
 from agentloop.testing import reply_text, reply_tool_calls
-from agentloop_tui import AgentApp, AssistantEntry, ToolEntry, UserEntry, _widgets as widgets
+from agentloop_tui import AgentApp, AssistantEntry, ToolEntry, UserEntry, _text_view as text_view
+from agentloop_tui._text_view import TextView
 from agentloop_tui._widgets import AnswerView, PromptInput, ToolBlock
 
 from ._helpers import Pause, PausingModel, make_app, screen_text, settle, text_of
@@ -37,8 +38,8 @@ async def test_criterion_16_answers_render_incrementally_as_deltas_arrive(
         rendered.append(text)
         return original(text)
 
-    original = widgets.markdown
-    monkeypatch.setattr(widgets, "markdown", counting)
+    original = text_view.markdown
+    monkeypatch.setattr(text_view, "markdown", counting)
     model = PausingModel([Pause(reply_text(ANSWER), after=12)], chunk_size=4)
     app = make_app(tmp_path, model)
     async with app.run_test(size=(90, 30)) as pilot:
@@ -48,21 +49,21 @@ async def test_criterion_16_answers_render_incrementally_as_deltas_arrive(
         await settle(pilot)
         (answer,) = _answers(app)
         assert answer.streaming and answer.text == ANSWER[: 4 * 10]  # 10 deltas so far
-        view = app.query_one(AnswerView)
-        assert widgets.CURSOR in text_of(view.query(".tail").first(Static))  # generating
-        first_blocks = list(view.query(".block"))
-        assert [text_of(b).strip() for b in first_blocks] == ["First paragraph."]
+        view = app.query_one(TextView)
+        assert view.part.markdown.blocks == ["First paragraph.\n\n"]
+        shown = text_of(view)
+        assert shown.startswith("First paragraph.") and text_view.CURSOR in shown  # generating
+        first_line = view.render_line(0)
 
         rendered.clear()
         model.resume()
         await app.workers.wait_for_complete()
         await settle(pilot)
         assert not answer.streaming and answer.text == ANSWER
-        blocks = list(view.query(".block"))
-        assert blocks[0] is first_blocks[0]  # the finished block was kept, not redrawn
+        assert view.render_line(0) is first_line  # the finished block was kept, not redrawn
         assert "First paragraph.\n\n" not in rendered  # ... nor rendered again
         assert all(len(text) < len(ANSWER) for text in rendered)  # never the whole document
-        assert widgets.CURSOR not in screen_text(app)
+        assert text_view.CURSOR not in screen_text(app)
         assert "Last paragraph, still streaming" in screen_text(app)
 
 

@@ -1,15 +1,15 @@
 """The widgets: each shows one piece of the view model and is told when it changed.
 
-Widgets hold no state of their own beyond what they have already drawn: an answer's view keeps
-a widget per finished markdown block (rendered once) and re-renders only the open tail, so a
-long answer costs the same per frame at its end as at its start.
+Widgets hold no state of their own beyond what they have already drawn: an answer's text
+(``TextView``, in its own module) keeps the lines of each finished markdown block, rendered once,
+and re-renders only the open tail, so a long answer costs the same per frame at its end as at
+its start.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.containers import Vertical
@@ -18,6 +18,7 @@ from textual.widgets import Static, TextArea
 
 from ._diff import render_diff
 from ._entries import AssistantEntry, NoticeEntry, TextPart, ThinkingPart, ToolEntry, UserEntry
+from ._text_view import CODE_THEME, CURSOR, TextView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -37,8 +38,6 @@ __all__ = [
     "view_for",
 ]
 
-CURSOR = "▌"
-CODE_THEME = "monokai"
 _BADGES = {
     "running": ("…", "yellow"),
     "done": ("✓", "green"),
@@ -46,10 +45,6 @@ _BADGES = {
     "cancelled": ("⊘", "magenta"),
 }
 _OUTPUT_LINES = 40
-
-
-def markdown(text: str) -> Markdown:
-    return Markdown(text, code_theme=CODE_THEME)
 
 
 class EntryView:
@@ -77,51 +72,6 @@ class NoticeView(Static, EntryView):
 
     def sync(self) -> None:
         pass
-
-
-def _spacing(block: str) -> str:
-    """A block's classes: the blank lines around it in the markdown become margins."""
-    classes = "block"
-    if block[:1] == "\n" or block.startswith(("\r\n", " \n")):
-        classes += " -above"
-    if block.endswith(("\n\n", "\n \n")):
-        classes += " -below"
-    return classes
-
-
-class TextView(Vertical):
-    """Answer text: one ``Static`` per finished block, then the open tail."""
-
-    def __init__(self, part: TextPart, entry: AssistantEntry) -> None:
-        super().__init__(classes="text")
-        self.part = part
-        self.entry = entry
-        self.shown = 0  # finished blocks already mounted
-        self.tail = Static("", classes="tail")
-        self.ready = False
-
-    def compose(self) -> ComposeResult:
-        yield self.tail
-
-    def on_mount(self) -> None:
-        self.ready = True
-        self.sync()
-
-    def sync(self) -> None:
-        if not self.ready:
-            return  # on_mount catches up
-        streaming = self.entry.streaming
-        blocks = self.part.markdown.blocks
-        if len(blocks) > self.shown:
-            fresh = [Static(markdown(b), classes=_spacing(b)) for b in blocks[self.shown :]]
-            self.shown = len(blocks)
-            self.mount_all(fresh, before=self.tail)
-        tail = self.part.markdown.tail
-        if streaming:
-            self.tail.update(markdown(tail + CURSOR) if tail.strip() else Text(CURSOR))
-        else:
-            self.tail.update(markdown(tail) if tail.strip() else "")
-        self.tail.display = bool(tail.strip()) or streaming
 
 
 class ThinkingView(Static):

@@ -1,0 +1,124 @@
+"""A frame late in a long answer does the work of a frame early in it: counted, not timed.
+
+The benchmark (``benchmarks/bench_tui.py``) times it; here the operations whose number would
+grow with the answer are counted, so the test fails if a frame's cost becomes O(answer) again:
+markdown rendered (only the blocks finished since the last frame and the open tail), lines drawn
+(only those on screen) and widgets under the answer (Textual arranges and measures every one of
+them on each layout).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import agentloop as al
+from agentloop.stream import TextDelta, TextStart
+from agentloop.testing import ScriptedStream
+from agentloop_tui import _text_view
+from agentloop_tui._text_view import TextView
+from agentloop_tui._widgets import AnswerView
+
+from ._helpers import make_app
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from textual.pilot import Pilot
+    from textual.strip import Strip
+
+    from agentloop_tui import AgentApp
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (100, 30)
+SECTION = (
+    "## Step\n\nThe function below reads the file and returns its lines.\n\n"
+    "- open the file\n- read it\n\n"
+    "```python\ndef read_lines(path: str) -> list[str]:\n"
+    "    with open(path) as file:\n"
+    "        return [line.rstrip() for line in file]\n```\n\n"
+)
+BLOCKS_PER_SECTION = 4
+
+
+class Counts:
+    """What one frame did: blocks finished, markdown parsed, renderables rendered into lines,
+    lines drawn, widgets under the answer."""
+
+    def __init__(
+        self, *, finished: list[str], parsed: list[str], rendered: int, drawn: int, widgets: int
+    ) -> None:
+        self.finished = finished
+        self.parsed = parsed
+        self.rendered = rendered
+        self.drawn = drawn
+        self.widgets = widgets
+
+
+async def _frame(app: AgentApp, pilot: Pilot[Any], text: str, log: list[str]) -> Counts:
+    """Stream ``text`` in 4-character deltas, then draw one frame; what did it cost?"""
+    (view,) = app.query(TextView)
+    blocks = view.part.markdown.blocks
+    before, rendered, drawn = len(blocks), view.renders, _drawn(view)
+    log.clear()
+    for start in range(0, len(text), 4):
+        app.view.feed(al.MessageUpdate(event=TextDelta(index=0, delta=text[start : start + 4])))
+    app.flush()
+    await pilot.pause()
+    return Counts(
+        finished=blocks[before:],
+        parsed=list(log),
+        rendered=view.renders - rendered,
+        drawn=_drawn(view) - drawn,
+        widgets=len(app.query_one(AnswerView).query("*")),
+    )
+
+
+def _drawn(view: TextView) -> int:
+    return getattr(view, "lines_drawn", 0)
+
+
+async def test_a_frame_costs_the_same_after_hundreds_of_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rendered: list[str] = []
+    original = _text_view.markdown
+
+    def counting(text: str) -> Any:
+        rendered.append(text)
+        return original(text)
+
+    def render_line(self: TextView, y: int) -> Strip:
+        self.lines_drawn = getattr(self, "lines_drawn", 0) + 1  # type: ignore[attr-defined]
+        return drawing(self, y)
+
+    drawing = TextView.render_line
+    monkeypatch.setattr(_text_view, "markdown", counting)
+    monkeypatch.setattr(TextView, "render_line", render_line)
+    app = make_app(tmp_path, ScriptedStream([]), auto_collapse=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.ready.wait()
+        app.on_agent_event(al.MessageStart(message=al.AssistantMessage()))
+        app.on_agent_event(al.MessageUpdate(event=TextStart(index=0)))
+        app.flush()
+        await pilot.pause()
+        await _frame(app, pilot, SECTION * 3, rendered)
+        early = [await _frame(app, pilot, SECTION, rendered) for _ in range(2)]
+
+        await _frame(app, pilot, SECTION * 150, rendered)  # 600 blocks more, drawn once
+        late = [await _frame(app, pilot, SECTION, rendered) for _ in range(2)]
+
+        (view,) = app.query(TextView)
+        assert len(view.part.markdown.blocks) > 150 * BLOCKS_PER_SECTION
+        for counts in early + late:
+            # The blocks this frame finished, once each, and the tail (here just the cursor):
+            # nothing older is parsed or rendered again.
+            assert len(counts.finished) == BLOCKS_PER_SECTION
+            assert counts.parsed == counts.finished
+            assert counts.rendered == len(counts.finished) + 1
+            # Only the lines on screen are drawn, however many the answer has.
+            assert 0 < counts.drawn <= SIZE[1]
+        # No widget per block: Textual lays out every widget of the answer on every frame.
+        assert [c.widgets for c in late] == [c.widgets for c in early]
