@@ -137,6 +137,7 @@ class AgentRunner:
     _loop_thread: int | None
     _run: _Run | None
     _pause_requested: bool
+    _subscriber_list: tuple[tuple[int, Callable[[AgentEvent], object]], ...]
 
     if TYPE_CHECKING:  # provided by ``Agent``
 
