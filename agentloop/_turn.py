@@ -13,7 +13,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable
-from contextlib import aclosing, nullcontext
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
@@ -206,8 +205,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
         try:
             try:
                 events = config.stream_fn(model, request, options)
-                closing: Any = aclosing(events) if hasattr(events, "aclose") else nullcontext()
-                async with closing:
+                try:
                     async for event in events:
                         if first is not None:
                             first.first_chunk = time.perf_counter()
@@ -219,6 +217,11 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                         if channel is not None and channel.full:
                             # The consumer is behind: let it drain before streaming on.
                             await channel.wait_writable()
+                finally:
+                    # Closed at once (not left to the GC), also when the loop broke off early.
+                    aclose = getattr(events, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
             except Exception as exc:
                 text = _redact(f"{type(exc).__name__}: {exc}", options.api_key)
                 if options.api_key:

@@ -4,7 +4,8 @@ A run is N answers calling the ``noop`` tool once, then a final text answer; the
 run's wall time divided by its N + 1 turns. Small N are repeated within one measurement so that
 every measurement covers about ``--turns-per-sample`` turns. Three cases, interleaved in this
 process: the floor (``floor.floor_run``), ``run_loop`` with no observer, and ``agent_loop`` with a
-consumer iterating its event stream. The per-turn cost must not grow with N.
+consumer iterating its event stream, and the everyday path a user writes: an ``Agent`` with an
+``@tool`` function, awaited with ``prompt``. The per-turn cost must not grow with N.
 """
 
 from __future__ import annotations
@@ -73,7 +74,22 @@ def cases(turns: int, per_sample: int) -> dict[str, Callable[[], Awaitable[float
             total += time.perf_counter() - start
         return total / per_turn
 
-    return {"floor": floor, "run_loop": run_loop, "agent_loop": event_stream}
+    @al.tool(name="noop")
+    async def noop_tool() -> str:
+        """Do nothing."""
+        return "ok"
+
+    async def agent() -> float:
+        total = 0.0
+        for _ in range(runs):
+            bot = al.Agent(model=MODEL, stream_fn=Replay(replies), tools=[noop_tool])
+            start = time.perf_counter()
+            result = await bot.prompt("go")
+            total += time.perf_counter() - start
+            assert len(result.messages) == 2 * turns + 2, result.stop_reason
+        return total / per_turn
+
+    return {"floor": floor, "run_loop": run_loop, "agent_loop": event_stream, "agent": agent}
 
 
 def main() -> None:
