@@ -15,16 +15,17 @@ REPO = Path(__file__).resolve().parent.parent
 BACKENDS = ("asyncio", "trio")
 
 
-def test_run_all_smoke() -> None:
+def test_run_all_smoke(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    tables = tmp_path / "results.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run_all", "--smoke"],
+        [sys.executable, "-m", "benchmarks.run_all", "--smoke", "--markdown", str(tables)],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=300,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -38,6 +39,8 @@ def test_run_all_smoke() -> None:
         "b4_many_agents",
         "b5_import_time",
         "b6_parsers",
+        "b7_history",
+        "b8_request_building",
         "targets",
     ):
         assert key in results, key
@@ -45,12 +48,17 @@ def test_run_all_smoke() -> None:
         sizes = results["b1_turn_overhead"][backend]["sizes"]
         assert sizes
         for row in sizes.values():
-            assert {"floor", "run_loop", "agent_loop", "ratio_run_loop"} <= row.keys()
+            assert {"floor", "run_loop", "agent_loop", "agent", "ratio_agent"} <= row.keys()
         assert {"event_stream", "callback", "subscriber", "floor_callback"} <= results[
             "b2_streaming"
         ][backend].keys()
         assert {"floor", "run_loop", "ratio"} <= results["b3_parallel_tools"][backend].keys()
         for row in results["b4_many_agents"][backend].values():
-            assert {"wall", "peak_rss", "per_run"} <= row["agentloop"].keys()
-            assert {"wall", "peak_rss", "per_run"} <= row["floor"].keys()
+            for impl in ("floor", "run_loop", "agent"):
+                assert {"wall", "wall_gc_off", "gc_share", "per_run"} <= row[impl].keys()
+        curves = results["b7_history"][backend]["transformers"]
+        assert set(curves) == {"none", "window_200k", "window_unlimited", "compactor"}
     assert "agentloop" in results["b5_import_time"]["modules"]
+    text = tables.read_text()
+    for title in ("B1", "B2", "B3", "B4", "B5", "B7"):
+        assert f"### {title} " in text, title
