@@ -92,7 +92,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=0.01)
     parser.add_argument("--tracemalloc", action="store_true")
-    parser.add_argument("--no-gc", action="store_true", help="disable the cyclic GC for the runs")
+    parser.add_argument(
+        "--gc",
+        choices=("on", "off", "tuned"),
+        default="on",
+        help="the cyclic GC as Python sets it up (on), disabled for the runs (off), or tuned "
+        "for a server as docs/performance.md suggests (tuned: gc.freeze() after the warm-up, "
+        "thresholds 50,000 / 20 / 100)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.runs, args.warmup = min(args.runs, 20), 0
@@ -103,8 +110,11 @@ def main() -> None:
     before = rss_kib()
     if args.tracemalloc:
         tracemalloc.start()
-    if args.no_gc:
+    if args.gc == "off":
         gc.disable()
+    elif args.gc == "tuned":
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
     wall = anyio.run(many, args.impl, args.runs, args.seconds, backend=args.backend)
     out: dict[str, Any] = {
         "backend": args.backend,
@@ -112,7 +122,7 @@ def main() -> None:
         "runs": args.runs,
         "turns": TURNS,
         "tool_seconds": args.seconds,
-        "gc": not args.no_gc,
+        "gc": args.gc,
         "wall_s": wall,
         "rss_before_kib": before,
         "peak_rss_kib": peak_rss_kib(),

@@ -80,15 +80,15 @@ def case(n: int, prompts: int, transform: str) -> Callable[[], Awaitable[float]]
 
 def main() -> None:
     parser = base_parser(__doc__ or "")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 30_000])
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 30_000, 100_000]
+    )
     parser.add_argument("--transformers", nargs="+", choices=TRANSFORMERS, default=TRANSFORMERS)
     parser.add_argument("--prompts", type=int, default=100)
     args = parser.parse_args()
     if args.smoke:
         args.sizes, args.prompts, args.repeat, args.warmup = [10, 100], 3, 1, 0
-    cases = {
-        f"{t}:{n}": case(n, args.prompts, t) for t in args.transformers for n in args.sizes
-    }
+    cases = {f"{t}:{n}": case(n, args.prompts, t) for t in args.transformers for n in args.sizes}
     times = interleave(args.backend, cases, repeat=args.repeat, warmup=args.warmup)
     us = {name: [t * 1e6 for t in values] for name, values in times.items()}
     out: dict[str, Any] = {"backend": args.backend, "unit": "us_per_prompt", "transformers": {}}

@@ -56,6 +56,7 @@ def test_run_all_smoke(tmp_path: Path) -> None:
         for row in results["b4_many_agents"][backend].values():
             for impl in ("floor", "run_loop", "agent"):
                 assert {"wall", "wall_gc_off", "gc_share", "per_run"} <= row[impl].keys()
+            assert "wall_gc_tuned" in row["agent"]
         curves = results["b7_history"][backend]["transformers"]
         assert set(curves) == {"none", "window_200k", "window_unlimited", "compactor"}
     assert "agentloop" in results["b5_import_time"]["modules"]
