@@ -154,6 +154,7 @@ class AgentRunner:
             approval: Any,
         ) -> AgentLoopConfig: ...
         def _notify(self, event: AgentEvent) -> None: ...
+        def unsubscribe(self, handle: int) -> bool: ...
 
     # ---------------------------------------------------------------- the run's input
 
@@ -248,26 +249,34 @@ class AgentRunner:
     def _on_event(self, event: AgentEvent) -> None:
         """Everything the agent keeps from its runs' events, then its subscribers."""
         cls = type(event)
-        if cls is not MessageUpdate:
-            if cls is MessageEnd:
-                assert isinstance(event, MessageEnd)
-                message = event.message  # already in the history: the run committed it
-                if type(message) is AssistantMessage and message.error_message:
-                    self.last_error = message.error_message
-                if self.session is not None:
-                    self.session.record(message)
-                if self.on_message is not None:
-                    try:
-                        self.on_message(message)
-                    except Exception:
-                        # The loop's events must not fail half-dispatched; the hook stays.
-                        log.exception("on_message hook %r raised", self.on_message)
-            elif cls is ToolExecutionStart:
-                assert isinstance(event, ToolExecutionStart)
-                self.running_tool_calls.add(event.call_id)
-            elif cls is ToolExecutionEnd:
-                assert isinstance(event, ToolExecutionEnd)
-                self.running_tool_calls.discard(event.call_id)
+        if cls is MessageUpdate:
+            # Once per streamed token: the subscribers, without the call to ``_notify``.
+            for handle, callback in self._subscriber_list:
+                try:
+                    callback(event)
+                except Exception:
+                    log.exception("subscriber %r raised; it is unsubscribed", callback)
+                    self.unsubscribe(handle)
+            return
+        if cls is MessageEnd:
+            assert isinstance(event, MessageEnd)
+            message = event.message  # already in the history: the run committed it
+            if type(message) is AssistantMessage and message.error_message:
+                self.last_error = message.error_message
+            if self.session is not None:
+                self.session.record(message)
+            if self.on_message is not None:
+                try:
+                    self.on_message(message)
+                except Exception:
+                    # The loop's events must not fail half-dispatched; the hook stays.
+                    log.exception("on_message hook %r raised", self.on_message)
+        elif cls is ToolExecutionStart:
+            assert isinstance(event, ToolExecutionStart)
+            self.running_tool_calls.add(event.call_id)
+        elif cls is ToolExecutionEnd:
+            assert isinstance(event, ToolExecutionEnd)
+            self.running_tool_calls.discard(event.call_id)
         self._notify(event)
 
     def _session_report(

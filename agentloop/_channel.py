@@ -36,18 +36,18 @@ class EventChannel:
     """A bounded, batching single-producer single-consumer event queue."""
 
     __slots__ = (
-        "_buffer",
-        "_capacity",
         "_readable",
         "_receiver_closed",
         "_sender_closed",
         "_updates",
         "_writable",
+        "buffer",
+        "capacity",
     )
 
     def __init__(self, capacity: int = 256) -> None:
-        self._buffer: deque[Any] = deque()
-        self._capacity = capacity
+        self.buffer: deque[Any] = deque()
+        self.capacity = capacity
         self._readable: anyio.Event | None = None
         self._writable: anyio.Event | None = None
         self._updates: dict[str, _Coalesced] = {}
@@ -60,13 +60,13 @@ class EventChannel:
         """Append ``event`` (never blocks). Events sent after the receiver closed are dropped."""
         if self._receiver_closed:
             return
-        buffer = self._buffer
-        if type(event) is ToolExecutionUpdate and (self._updates or len(buffer) >= self._capacity):
+        buffer = self.buffer
+        if type(event) is ToolExecutionUpdate and (self._updates or len(buffer) >= self.capacity):
             waiting = self._updates.get(event.call_id)
             if waiting is not None:
                 waiting.event = event  # still unread: the newer update replaces it
                 return
-            if len(buffer) >= self._capacity:
+            if len(buffer) >= self.capacity:
                 box = _Coalesced(event)
                 self._updates[event.call_id] = box
                 buffer.append(box)
@@ -82,7 +82,7 @@ class EventChannel:
     @property
     def full(self) -> bool:
         """Whether the producer should wait before sending more."""
-        return len(self._buffer) >= self._capacity and not self._receiver_closed
+        return len(self.buffer) >= self.capacity and not self._receiver_closed
 
     async def wait_writable(self) -> None:
         """Wait until the consumer has drained the buffer (or gone away)."""
@@ -105,7 +105,7 @@ class EventChannel:
     def close_receiver(self) -> None:
         """The consumer is gone: drop what is buffered and never block the producer again."""
         self._receiver_closed = True
-        self._buffer.clear()
+        self.buffer.clear()
         self._wake_writer()
 
     def _wake_writer(self) -> None:
@@ -114,13 +114,24 @@ class EventChannel:
             self._writable = None
             writable.set()
 
+    def receive_nowait(self) -> AgentEvent | None:
+        """The next event if one is buffered, else ``None`` (the consumer's fast path)."""
+        buffer = self.buffer
+        if not buffer:
+            return None
+        item = buffer.popleft()
+        if type(item) is _Coalesced:
+            del self._updates[item.event.call_id]
+            return item.event
+        return item  # type: ignore[no-any-return]
+
     async def receive(self) -> AgentEvent:
         """The next event.
 
         Raises:
             anyio.EndOfStream: the producer closed and everything was received.
         """
-        buffer = self._buffer
+        buffer = self.buffer
         while not buffer:
             if self._sender_closed:
                 raise anyio.EndOfStream
@@ -129,9 +140,6 @@ class EventChannel:
             if readable is None:
                 readable = self._readable = anyio.Event()
             await readable.wait()
-        item = buffer.popleft()
-        if type(item) is _Coalesced:
-            del self._updates[item.event.call_id]
-            return item.event
-        event: AgentEvent = item
+        event = self.receive_nowait()
+        assert event is not None
         return event

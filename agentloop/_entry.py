@@ -203,7 +203,13 @@ class EventStream(Generic[OutputT]):
         return self
 
     async def __anext__(self) -> AgentEvent:
-        self._check_entered()
+        if self._tg is None:
+            self._check_entered()
+        channel = self._channel
+        if channel.buffer:  # buffered: no await, no coroutine, no call (once per token)
+            event = channel.receive_nowait()
+            if event is not None:
+                return event
         try:
             return await self._channel.receive()
         except anyio.EndOfStream:

@@ -178,6 +178,9 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     pricing = model.pricing
     emit = run.emit
     channel = run.channel
+    # The stream's buffer, checked per event without a call: full means wait for the consumer.
+    backlog = channel.buffer if channel is not None else None
+    capacity = channel.capacity if channel is not None else 0
     observer = run.observer
     # What the instrumentation is shown: the options never carry the key.
     shown = base if base.api_key is None else msgspec.structs.replace(base, api_key=None)
@@ -214,8 +217,9 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                             break
                         if run.updates:
                             emit(MessageUpdate(event=event))
-                        if channel is not None and channel.full:
+                        if backlog is not None and len(backlog) >= capacity:
                             # The consumer is behind: let it drain before streaming on.
+                            assert channel is not None
                             await channel.wait_writable()
                 finally:
                     # Closed at once (not left to the GC), also when the loop broke off early.
