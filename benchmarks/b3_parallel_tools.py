@@ -2,13 +2,16 @@
 
 The run is that answer, the 100 concurrent calls, and a final text answer. The figure is the
 run's wall time, against the ideal (one sleep, 50 ms) and against the floor doing the same
-work by hand in the same process (interleaved).
+work by hand in the same process (interleaved), through ``run_loop`` with a ``Tool`` class and
+through an ``Agent`` with an ``@tool`` function.
 """
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 import agentloop as al
 
@@ -50,7 +53,21 @@ def cases(calls: int, seconds: float) -> dict[str, Callable[[], Awaitable[float]
         assert len(result.messages) == calls + 3, result.stop_reason
         return elapsed
 
-    return {"floor": floor, "run_loop": run_loop}
+    @al.tool(name="sleep")
+    async def sleep() -> str:
+        """Sleep a while."""
+        await anyio.sleep(seconds)
+        return "ok"
+
+    async def agent() -> float:
+        bot = al.Agent(model=MODEL, stream_fn=Replay(replies), tools=[sleep])
+        start = time.perf_counter()
+        result = await bot.prompt("go")
+        elapsed = time.perf_counter() - start
+        assert len(result.messages) == calls + 3, result.stop_reason
+        return elapsed
+
+    return {"floor": floor, "run_loop": run_loop, "agent": agent}
 
 
 def main() -> None:

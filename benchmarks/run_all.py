@@ -125,7 +125,9 @@ def b3(backends: list[str], processes: int, smoke: bool) -> Json:
             "ideal": ideal,
             "floor": m["floor"],
             "run_loop": m["run_loop"],
+            "agent": m["agent"],
             "ratio": ratio(m["run_loop"], m["floor"]),
+            "ratio_agent": ratio(m["agent"], m["floor"]),
             "ratio_ideal": ratio(m["run_loop"], ideal),
             "spread": spread(runs, lambda r: r["cases"]),
         }
@@ -256,7 +258,8 @@ def targets(results: Json) -> Json:
             t["b2_callback_2m"] = {"value": worst, "met": worst >= 2_000_000}
         if backend in results.get("b3_parallel_tools", {}):
             r = results["b3_parallel_tools"][backend]
-            t["b3_within_3pct_floor"] = {"value": r["ratio"], "met": r["ratio"] <= 1.03}
+            worst = max(r["ratio"], r["ratio_agent"])
+            t["b3_within_3pct_floor"] = {"value": worst, "met": worst <= 1.03}
         if backend in results.get("b4_many_agents", {}):
             r = results["b4_many_agents"][backend]
             wall = max(row["ratio_wall"] for row in r.values())
@@ -329,8 +332,9 @@ def markdown(results: Json) -> str:
         lines += [
             "### B3 parallel tools (ms, 100 calls of 50 ms)",
             "",
-            "| backend | ideal | floor | run_loop | ratio to floor | ratio to ideal |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| backend | ideal | floor | run_loop | ratio to floor | Agent + @tool | ratio "
+            "| run_loop to ideal |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for backend in BACKENDS:
             r = results["b3_parallel_tools"].get(backend)
@@ -338,7 +342,8 @@ def markdown(results: Json) -> str:
                 continue
             lines.append(
                 f"| {backend} | {r['ideal']:.1f} | {r['floor']:.2f} | {r['run_loop']:.2f} "
-                f"| {r['ratio']:.3f}× | {r['ratio_ideal']:.3f}× |"
+                f"| {r['ratio']:.3f}× | {r['agent']:.2f} | {r['ratio_agent']:.3f}× "
+                f"| {r['ratio_ideal']:.3f}× |"
             )
         lines.append("")
     if "b4_many_agents" in results:
