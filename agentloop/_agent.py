@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
@@ -222,8 +221,8 @@ class Agent(
         self._tools: dict[str, AgentTool] = {t.name: t for t in tools}
         self._messages: list[AgentMessage] = list(messages)
         self._history = None
-        self._steering: deque[AgentMessage] = deque()
-        self._follow_up: deque[AgentMessage] = deque()
+        self._steering: list[AgentMessage] = []  # queues stay short: lists cost less than deques
+        self._follow_up: list[AgentMessage] = []
         self.running_tool_calls: set[str] = set()
         self.last_error: str | None = None
         self.plan_mode = False

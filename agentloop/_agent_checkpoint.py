@@ -16,8 +16,6 @@ from ._policy import CONTINUE, PolicyContext, PolicyVerdict, Stop
 from ._types import AgentMessage, Cost, ModelSpec, Usage
 
 if TYPE_CHECKING:
-    from collections import deque
-
     from ._abc import AgentTool
 
 __all__ = ["AgentCheckpoints", "Checkpoint", "PauseAtTurnEnd"]
@@ -67,8 +65,8 @@ class AgentCheckpoints:
     usage: Usage
     cost: Cost
     _messages: list[AgentMessage]
-    _steering: deque[AgentMessage]
-    _follow_up: deque[AgentMessage]
+    _steering: list[AgentMessage]
+    _follow_up: list[AgentMessage]
     _tools: dict[str, AgentTool]
     _pause_requested: bool
     _running: bool

@@ -13,7 +13,6 @@ from ._types import AgentMessage, UserMessage
 
 if TYPE_CHECKING:
     import threading
-    from collections import deque
 
 __all__ = ["AgentQueues", "QueueMode"]
 
@@ -24,8 +23,8 @@ class AgentQueues:
     """The queue half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
 
     _lock: threading.Lock
-    _steering: deque[AgentMessage]
-    _follow_up: deque[AgentMessage]
+    _steering: list[AgentMessage]
+    _follow_up: list[AgentMessage]
     steering_mode: QueueMode
     follow_up_mode: QueueMode
 
@@ -70,7 +69,7 @@ class AgentQueues:
     def queued_follow_up(self) -> list[AgentMessage]:
         return list(self._follow_up)
 
-    def _take(self, queue: deque[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
+    def _take(self, queue: list[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
         with self._lock:
             if not queue:
                 return []
@@ -78,7 +77,7 @@ class AgentQueues:
                 taken = list(queue)
                 queue.clear()
                 return taken
-            return [queue.popleft()]
+            return [queue.pop(0)]
 
     # The loop checks for cancellation just before it polls, so a run being cancelled never
     # takes a message it will not send.
