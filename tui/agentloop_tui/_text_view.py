@@ -27,6 +27,7 @@ from textual.widget import Widget
 
 if TYPE_CHECKING:
     from textual.geometry import Size
+    from textual.style import Style as VisualStyle
 
     from ._entries import AssistantEntry, TextPart
 
@@ -70,7 +71,10 @@ class TextView(Widget):
         self.part = part
         self.entry = entry
         self.renders = 0
-        self._key: tuple[int, Any, Any] | None = None  # the width and styles of the lines
+        self._width = 0
+        self._style: VisualStyle | None = None
+        self._key: tuple[int, VisualStyle, RichStyle] | None = None  # what the lines are drawn for
+        self._blank = Strip.blank(0)  # a line of the margins between blocks
         self._lines: list[Strip] = []  # the finished blocks, margins between them included
         self._done = 0  # finished blocks in _lines
         self._below = 0  # the blank line below the last of them, unless the next takes it
@@ -91,21 +95,21 @@ class TextView(Widget):
         visual = visualize(self, renderable)
         return Visual.to_strips(self, visual, width, None, self.visual_style)
 
-    def _blank(self, width: int) -> Strip:
-        # What the container of one widget per block drew in the margins between them.
-        return Strip.blank(
-            width, RichStyle.from_color(bgcolor=self.background_colors[1].rich_color)
-        )
-
     def _catch_up(self, width: int) -> None:
         """Render what is missing at ``width``: everything after a resize, else the news."""
-        key = (width, self.visual_style, self.link_style)
-        if key != self._key:
-            self._key = key
-            self._lines, self._done, self._below, self._tail = [], 0, 0, None
+        style = self.visual_style  # the same object until the widget's styles change
+        if width != self._width or style is not self._style:
+            self._width, self._style = width, style
+            key = (width, style, self.link_style)
+            if key != self._key:  # a resize or a new look (a theme): all is drawn again, once
+                self._key = key
+                # What the container of one widget per block drew in the margins between them.
+                background = RichStyle.from_color(bgcolor=self.background_colors[1].rich_color)
+                self._blank = Strip.blank(width, background)
+                self._lines, self._done, self._below, self._tail = [], 0, 0, None
         blocks = self.part.markdown.blocks
         if self._done < len(blocks):
-            blank = self._blank(width)
+            blank = self._blank
             lines = self._lines
             for block in blocks[self._done :]:
                 above, below = spacing(block)
@@ -116,7 +120,7 @@ class TextView(Widget):
                 self._below = below
             self._tail = None
         if self._tail is None:
-            self._tail = [self._blank(width)] * self._below + self._render_tail(width)
+            self._tail = [self._blank] * self._below + self._render_tail(width)
 
     def _render_tail(self, width: int) -> list[Strip]:
         tail = self.part.markdown.tail
@@ -135,6 +139,8 @@ class TextView(Widget):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
+        if width <= 0:
+            return Strip.blank(0)
         self._catch_up(width)
         assert self._tail is not None
         lines = self._lines
@@ -143,4 +149,4 @@ class TextView(Widget):
         y -= len(lines)
         if y < len(self._tail):
             return self._tail[y]
-        return self._blank(width)
+        return self._blank
