@@ -25,7 +25,7 @@ from agentloop import (
 )
 
 from ._convert import assistant_blocks, max_output_tokens, thinking_budget, tool_choice
-from ._request_cache import Codec, Fold, Pieces, encode
+from ._request_cache import Codec, Fold, Pieces, Tail, encode
 from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class _Codec(Codec):
 
     def finish(
         self,
-        items: list[msgspec.Raw],
+        items: Tail,
         starts: Sequence[int],
         tags: Sequence[Any],
         messages: Sequence[Any],

@@ -31,7 +31,7 @@ from ._convert import (
     tool_choice,
     tool_result_parts,
 )
-from ._request_cache import Codec, Fold, Pieces, encode
+from ._request_cache import Codec, Fold, Pieces, Tail, encode
 from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
@@ -291,7 +291,7 @@ class _Codec(Codec):
 
     def finish(
         self,
-        items: list[msgspec.Raw],
+        items: Tail,
         starts: Sequence[int],
         tags: Sequence[Any],
         messages: Sequence[Any],

@@ -49,9 +49,11 @@ __all__ = [
     "STALE",
     "Chain",
     "Codec",
+    "Coalesced",
     "Fold",
     "Pieces",
     "RequestCache",
+    "Tail",
     "encode",
 ]
 
@@ -69,6 +71,11 @@ _ITEM_COST = 120
 _REF_COST = 8
 _TRANSCRIPT_COST = 1024
 _HEADS = 4  # transcripts kept per first message (conversations forked from one history)
+# Settled items are joined into chunks of this many once that many more are kept, all but the
+# last _LOOSE: one contiguous chunk encodes much faster than its items scattered in memory, and
+# decorations only ever change the last few items.
+_CHUNK = 64
+_LOOSE = 8
 _is = operator.is_
 
 
@@ -158,15 +165,24 @@ class Fold:
         self.tags.append(tag)
 
 
+class Coalesced(LookupError):
+    """An item (or its tag or start) was merged into a chunk: only the last few are kept."""
+
+
 class Chain(Sequence[Any]):
-    """A read-only sequence of two lists end to end (the transcript's items, then the fold's)."""
+    """A read-only sequence of two lists end to end, the first ``skip`` values left out.
 
-    __slots__ = ("_first", "_second", "_split")
+    The values of a request's items, by item index: the transcript's last few (the earlier
+    ones are in chunks; asking for one raises ``Coalesced``), then the fold's.
+    """
 
-    def __init__(self, first: list[Any], second: list[Any]) -> None:
+    __slots__ = ("_first", "_second", "_skip", "_split")
+
+    def __init__(self, first: list[Any], second: list[Any], skip: int = 0) -> None:
         self._first = first
         self._second = second
-        self._split = len(first)
+        self._skip = skip
+        self._split = skip + len(first)
 
     def __len__(self) -> int:
         return self._split + len(self._second)
@@ -180,9 +196,35 @@ class Chain(Sequence[Any]):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self)
-        if index < self._split:
-            return self._first[index]
-        return self._second[index - self._split]
+        if index >= self._split:
+            return self._second[index - self._split]
+        if index < self._skip:
+            raise Coalesced(index)
+        return self._first[index - self._skip]
+
+
+class Tail:
+    """A request's last items, addressed by their index among all its items (the earlier ones
+    are in chunks: asking for one raises ``Coalesced``)."""
+
+    __slots__ = ("items", "skip")
+
+    def __init__(self, items: list[msgspec.Raw], skip: int) -> None:
+        self.items = items
+        self.skip = skip
+
+    def __len__(self) -> int:
+        return self.skip + len(self.items)
+
+    def __getitem__(self, index: int) -> msgspec.Raw:
+        if index < self.skip:
+            raise Coalesced(index)
+        return self.items[index - self.skip]
+
+    def __setitem__(self, index: int, item: msgspec.Raw) -> None:
+        if index < self.skip:
+            raise Coalesced(index)
+        self.items[index - self.skip] = item
 
 
 class Codec:
@@ -214,23 +256,40 @@ class Codec:
 
     def finish(
         self,
-        items: list[msgspec.Raw],
+        items: Tail,
         starts: Sequence[int],
         tags: Sequence[Any],
         messages: Sequence[Any],
         pieces: Pieces,
         out: Fold,
     ) -> None:
-        """Decorate the request's items in place (only ever the last few)."""
+        """Decorate the request's last items in place (by index among all its items)."""
         return None
 
 
 class _Transcript:
-    __slots__ = ("head", "items", "nbytes", "refs", "restart", "starts", "state", "tags")
+    """A conversation's last request: its messages, and its settled items, the earlier ones
+    joined into ``chunks`` (``coalesced`` items in all), the others in ``items`` with the index
+    of their unit's first message in ``starts`` and their tag in ``tags``."""
+
+    __slots__ = (
+        "chunks",
+        "coalesced",
+        "head",
+        "items",
+        "nbytes",
+        "refs",
+        "restart",
+        "starts",
+        "state",
+        "tags",
+    )
 
     def __init__(self, head: tuple[Hashable, int]) -> None:
         self.head = head
         self.refs: list[Any] = []
+        self.chunks: list[msgspec.Raw] = []
+        self.coalesced = 0
         self.items: list[msgspec.Raw] = []
         self.starts: list[int] = []
         self.tags: list[Any] = []
@@ -305,24 +364,54 @@ class RequestCache:
             if state is STALE:
                 self._forget(transcript)
                 transcript = None
+        try:
+            return self._build(codec, messages, head, transcript, state)
+        except Coalesced:
+            # A decoration reached back into a chunk (no codec does): build afresh, unchunked.
+            assert transcript is not None
+            self._forget(transcript)
+            return self._build(codec, messages, head, None, STALE)
+
+    def _build(
+        self,
+        codec: Codec,
+        messages: Sequence[Any],
+        head: tuple[Hashable, int] | None,
+        transcript: _Transcript | None,
+        state: Any,
+    ) -> list[msgspec.Raw]:
         if transcript is None:
-            start, state, items, starts, tags = 0, codec.start(messages), [], [], []
+            start, state, skip, chunks, items, starts, tags = (
+                0,
+                codec.start(messages),
+                0,
+                [],
+                [],
+                [],
+                [],
+            )
         else:
-            start = transcript.restart
+            start, skip, chunks = transcript.restart, transcript.coalesced, transcript.chunks
             items, starts, tags = transcript.items, transcript.starts, transcript.tags
         out = Fold(start, state)
         try:
             codec.fold(messages, start, state, self.pieces, out)
-            body = items + out.items
+            tail = Tail(items + out.items, skip)
             codec.finish(
-                body, Chain(starts, out.starts), Chain(tags, out.tags), messages, self.pieces, out
+                tail,
+                Chain(starts, out.starts, skip),
+                Chain(tags, out.tags, skip),
+                messages,
+                self.pieces,
+                out,
             )
         except BaseException:
             if transcript is not None:  # its state may be half folded
                 self._forget(transcript)
             raise
+        body = chunks + tail.items if chunks else tail.items
         if head is not None:
-            self._keep(transcript, head, messages, out)
+            self._keep(transcript, head, messages, out)  # may add to ``chunks``
         return body
 
     def _find(self, head: tuple[Hashable, int], messages: Sequence[Any]) -> _Transcript | None:
@@ -342,6 +431,7 @@ class RequestCache:
         messages: Sequence[Any],
         out: Fold,
     ) -> None:
+        reused = transcript is not None
         if transcript is None:
             transcript = _Transcript(head)
             siblings = self._heads.setdefault(head, [])
@@ -361,6 +451,14 @@ class RequestCache:
         added += _REF_COST * (len(messages) - known)
         transcript.restart = out.restart
         transcript.state = out.state
+        # Only a transcript that was folded on is worth joining: under a moving window every
+        # request starts a new one, which the next request does not extend.
+        if reused and len(transcript.items) >= _CHUNK + _LOOSE:
+            joined = transcript.items[:-_LOOSE]
+            transcript.chunks.append(msgspec.Raw(b",".join(map(memoryview, joined))))
+            transcript.coalesced += len(joined)
+            del transcript.items[:-_LOOSE], transcript.starts[:-_LOOSE], transcript.tags[:-_LOOSE]
+            added += len(joined) - 1 - _ITEM_COST * (len(joined) - 1)
         transcript.nbytes += added
         self._transcript_bytes += added
         self._transcripts.move_to_end(id(transcript))
@@ -384,5 +482,5 @@ class RequestCache:
 def _uncached(codec: Codec, messages: Sequence[Any]) -> list[msgspec.Raw]:
     out = Fold(0, codec.start(messages))
     codec.fold(messages, 0, out.state, _NO_PIECES, out)
-    codec.finish(out.items, out.starts, out.tags, messages, _NO_PIECES, out)
+    codec.finish(Tail(out.items, 0), out.starts, out.tags, messages, _NO_PIECES, out)
     return out.items

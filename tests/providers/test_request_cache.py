@@ -33,6 +33,7 @@ from agentloop_providers import (
     _bedrock_request,
     _gemini_request,
     _openai_chat_request,
+    _request_cache,
     ollama,
     openai_responses,
     proxy,
@@ -44,6 +45,8 @@ from agentloop_providers.caching import PromptCaching
 from ._histories import ADAPTERS, Adapter, equal_copy, message, messages
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agentloop_providers._http import HttpProvider
 
 _PROFILES = {
@@ -135,8 +138,18 @@ def _request(history: list[Any], step: tuple[Any, ...]) -> tuple[list[Any], list
     return request, (request if keep else history)
 
 
+@pytest.fixture(params=["chunks", "tiny_chunks"])
+def chunking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The transcripts' chunking as shipped, or joining all but the last item at every turn
+    (so that decorations reach into chunks and take the fallback)."""
+    if request.param == "tiny_chunks":
+        monkeypatch.setattr(_request_cache, "_CHUNK", 1)
+        monkeypatch.setattr(_request_cache, "_LOOSE", 1)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda a: a.name)
-def test_the_cached_body_is_the_body_built_from_scratch(adapter: Adapter) -> None:
+def test_the_cached_body_is_the_body_built_from_scratch(adapter: Adapter, chunking: str) -> None:
     @PROFILE
     @given(st.lists(st.tuples(_step(adapter), _call(adapter)), min_size=1, max_size=12))
     def check(steps: list[tuple[tuple[Any, ...], tuple[int, int, str | None, bool]]]) -> None:
@@ -173,6 +186,24 @@ def test_a_tight_cache_gives_the_same_body(adapter: Adapter) -> None:
         assert cached.request_cache.nbytes <= 2_000
 
     check()
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda a: a.name)
+def test_a_long_conversation_is_unchanged(adapter: Adapter, chunking: str) -> None:
+    """Hundreds of messages (the transcript joins its items into chunks), then windows."""
+    cached, plain = adapter.make(1 << 24), adapter.make(0)
+    model = adapter.models[0]
+    history: list[Any] = []
+    requests: list[list[Any]] = []
+    for turn in range(120):
+        history = history + _turns(1, start=turn)
+        requests.append(history)
+    requests += [history[:1] + history[-k:] for k in (200, 198, 150)]  # a moving window
+    for request in requests:
+        context = LlmContext(system_prompt="s", messages=request, tools=_TOOLS)
+        assert _body(cached, model, context, StreamOptions()) == _body(
+            plain, model, context, StreamOptions()
+        )
 
 
 @pytest.mark.anyio
@@ -321,16 +352,16 @@ def test_many_conversations_stay_within_the_bound(adapter: Adapter) -> None:
             provider.payload(model, LlmContext(messages=history[:end]), StreamOptions())
         assert cache.nbytes <= bound
 
-    for i in range(150):  # fill the cache
+    for i in range(100):  # fill the cache
         converse(i)
     gc.collect()
     tracemalloc.start()
     try:
-        for i in range(150, 300):
+        for i in range(100, 200):
             converse(i)
         gc.collect()
         first, _ = tracemalloc.get_traced_memory()
-        for i in range(300, 900):
+        for i in range(200, 500):
             converse(i)
         gc.collect()
         second, _ = tracemalloc.get_traced_memory()
@@ -338,7 +369,7 @@ def test_many_conversations_stay_within_the_bound(adapter: Adapter) -> None:
         tracemalloc.stop()
     assert cache.nbytes <= bound
     assert cache.transcripts > 0
-    # Six hundred more conversations kept nothing more: the cache holds what its bound allows
+    # Three hundred more conversations kept nothing more: the cache holds what its bound allows
     # (and the messages its entries keep alive), not what went through it.
     assert second - first < bound // 4, (first, second)
     assert second < 4 * bound, second
@@ -408,3 +439,40 @@ def test_mistral_renames_an_earlier_result_when_a_later_one_names_its_id() -> No
     ]
     provider = ADAPTERS[5].make(1 << 20)
     _same_bodies(provider, ADAPTERS[5].models[0], [first, first + later])
+
+
+class _ReachingBack(_request_cache.Codec):
+    """One item per message; the first item is decorated, whatever the length."""
+
+    def fold(
+        self,
+        messages: Sequence[Any],
+        start: int,
+        state: Any,
+        pieces: _request_cache.Pieces,
+        out: _request_cache.Fold,
+    ) -> None:
+        for i in range(start, len(messages)):
+            out.add(i, _encode(messages[i]))
+        out.restart = len(messages)
+
+    def finish(
+        self,
+        items: _request_cache.Tail,
+        starts: Sequence[int],
+        tags: Sequence[Any],
+        messages: Sequence[Any],
+        pieces: _request_cache.Pieces,
+        out: _request_cache.Fold,
+    ) -> None:
+        items[0] = msgspec.Raw(b'"first"')
+
+
+def test_a_decoration_reaching_into_a_chunk_builds_the_request_afresh() -> None:
+    cache = RequestCache()
+    history: list[Any] = []
+    for turn in range(200):
+        history = [*history, f"message {turn}"]
+        got = _encode(cache.items(_ReachingBack(("back",)), history))
+        assert got == _encode(_request_cache._uncached(_ReachingBack(("back",)), history))
+    assert got.startswith(b'["first","message 1",')
