@@ -1,9 +1,8 @@
 """The widgets: each shows one piece of the view model and is told when it changed.
 
 Widgets hold no state of their own beyond what they have already drawn: an answer's text
-(``TextView``, in its own module) keeps the lines of each finished markdown block, rendered once,
-and re-renders only the open tail, so a long answer costs the same per frame at its end as at
-its start.
+(``TextView``, in its own module) renders each finished markdown block once and re-renders only
+the open tail, so a long answer costs the same per frame at its end as at its start.
 """
 
 from __future__ import annotations
