@@ -42,6 +42,7 @@ from agentloop.stream import Done, ErrorEvent
 
 from ._classify import classify_payload, classify_response, decode_body
 from ._frames import DEFAULT_MAX_EVENT_BYTES
+from ._request_cache import DEFAULT_REQUEST_CACHE_BYTES, RequestCache
 from ._secrets import CUT, InvalidApiKey, check_api_key, redact as redact, redact_bytes, tracking
 from ._sse import SSEDecoder
 from ._translate import (
@@ -103,6 +104,10 @@ class HttpProvider:
         max_event_bytes: the largest frame the decoder may buffer (an SSE line or event, a
             JSON line, a binary message): 16 MiB by default. A larger one ends the call as an
             ``other`` error naming the limit, with memory bounded by a small multiple of it.
+        request_cache_bytes: the memory this provider may keep between calls so that each
+            history message is converted and encoded once (64 MiB by default; ``0`` keeps
+            nothing and converts the whole history on every call). The adapters' ``payload``
+            then holds the history as ``msgspec.Raw`` items; the encoded body is the same.
 
     Use as ``async with Provider() as provider:`` or call ``await provider.aclose()``.
 
@@ -132,6 +137,7 @@ class HttpProvider:
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        request_cache_bytes: int = DEFAULT_REQUEST_CACHE_BYTES,
     ) -> None:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         if api_key is not None:
@@ -145,6 +151,9 @@ class HttpProvider:
         self.connect_timeout = connect_timeout
         self.extra_headers = dict(headers or {})
         self.max_event_bytes = max_event_bytes
+        self.request_cache: RequestCache | None = (
+            RequestCache(request_cache_bytes) if request_cache_bytes > 0 else None
+        )
 
     @property
     def logger(self) -> logging.Logger:

@@ -15,18 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from agentloop import (
-    AssistantMessage,
-    ErrorKind,
-    Extension,
-    Image,
-    StopReason,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from agentloop import ErrorKind, StopReason
 from agentloop.stream import (
     Done,
     ErrorEvent,
@@ -43,11 +32,11 @@ from agentloop.stream import (
     ToolCallStart,
 )
 
+from ._anthropic_request import DEFAULT_MAX_TOKENS, anthropic_payload
 from ._classify import classify_payload
-from ._convert import assistant_blocks, max_output_tokens, thinking_budget, tool_choice, usage
+from ._convert import usage
 from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
-from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,11 +45,11 @@ if TYPE_CHECKING:
     from agentloop.stream import AssistantMessageEvent, LlmContext
 
     from ._sse import ServerSentEvent
+    from .caching import PromptCaching
 
 __all__ = ["AnthropicProvider", "AnthropicStreamParser", "anthropic_payload"]
 
 API_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 8192
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": StopReason.STOP,
@@ -71,144 +60,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_use": StopReason.TOOL_USE,
 }
 _decode = msgspec.json.decode
-
-# --------------------------------------------------------------------------- request
-
-
-def _image(image: Image) -> dict[str, Any]:
-    if image.url:
-        return {"type": "image", "source": {"type": "url", "url": image.url}}
-    source = {"type": "base64", "media_type": image.media_type, "data": image.data or ""}
-    return {"type": "image", "source": source}
-
-
-def _user_content(message: UserMessage) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for block in message.content:
-        if type(block) is Text:
-            if block.text:
-                out.append({"type": "text", "text": block.text})
-        elif type(block) is Image:
-            out.append(_image(block))
-    return out
-
-
-def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    for block in message.content:
-        if type(block) is Text:
-            if block.text:
-                content.append({"type": "text", "text": block.text})
-        elif type(block) is Image:
-            content.append(_image(block))
-    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-    if content:
-        result["content"] = content
-    if message.is_error:
-        result["is_error"] = True
-    return result
-
-
-def _assistant_content(message: AssistantMessage, model: ModelSpec) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for block in assistant_blocks(message, model, needs_signature=True):
-        if type(block) is Text:
-            out.append({"type": "text", "text": block.text})
-        elif type(block) is Thinking:
-            if block.redacted:
-                out.append({"type": "redacted_thinking", "data": block.data or ""})
-            else:
-                out.append(
-                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-                )
-        elif type(block) is ToolCall:
-            arguments = block.arguments if isinstance(block.arguments, dict) else {}
-            out.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
-        elif type(block) is Extension:
-            if isinstance(block.data, dict) and block.data.get("type") == block.type_name:
-                out.append(block.data)
-    return out
-
-
-def anthropic_payload(
-    model: ModelSpec,
-    context: LlmContext,
-    options: StreamOptions,
-    *,
-    prompt_caching: bool | PromptCaching = True,
-    default_max_tokens: int = DEFAULT_MAX_TOKENS,
-) -> dict[str, Any]:
-    """The Messages API request body for one call.
-
-    Raises:
-        ValueError: ``options.tool_choice`` does not fit the tools.
-        TypeError: ``options.extra["prompt_caching"]`` is neither a bool nor a ``PromptCaching``.
-    """
-    caching = caching_for(prompt_caching, options.extra)
-    mark: dict[str, Any] = {"type": "ephemeral"}
-    if caching.ttl != "5m":
-        mark["ttl"] = caching.ttl
-    messages: list[dict[str, Any]] = []
-    for message in context.messages:
-        if type(message) is AssistantMessage:
-            content = _assistant_content(message, model)
-            role = "assistant"
-        elif type(message) is ToolResultMessage:
-            content, role = [_tool_result(message)], "user"
-        else:
-            assert isinstance(message, UserMessage)
-            content, role = _user_content(message), "user"
-        if not content:
-            continue
-        if messages and messages[-1]["role"] == role:
-            # Tool results of one turn (and text that follows them) share one user message.
-            messages[-1]["content"].extend(content)
-        else:
-            messages.append({"role": role, "content": content})
-    for at in message_breakpoints([m["role"] for m in messages], caching.messages):
-        content = messages[at]["content"]
-        for i in range(len(content) - 1, -1, -1):  # the last block that may carry a mark
-            if content[i].get("type") not in ("thinking", "redacted_thinking"):
-                content[i] = {**content[i], "cache_control": mark}
-                break
-
-    max_tokens = max_output_tokens(model, options, default_max_tokens) or default_max_tokens
-    body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
-    if context.system_prompt:
-        system: dict[str, Any] = {"type": "text", "text": context.system_prompt}
-        if caching.system:
-            system["cache_control"] = mark
-        body["system"] = [system]
-    if context.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in context.tools
-        ]
-        if caching.tools:
-            body["tools"][-1] = {**body["tools"][-1], "cache_control": mark}
-    budget = thinking_budget(model)
-    choice = tool_choice(options, context)
-    if choice is not None:
-        if choice == "none":
-            body["tool_choice"] = {"type": "none"}
-        elif choice == "auto" or budget is not None:
-            # Extended thinking allows only auto and none; a forced call falls back to auto.
-            body["tool_choice"] = {"type": "auto"}
-        elif choice == "required":
-            body["tool_choice"] = {"type": "any"}
-        else:
-            body["tool_choice"] = {"type": "tool", "name": choice}
-    if budget is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        # The budget counts against max_tokens, which must leave room for the answer.
-        max_tokens = max(max_tokens, budget + 1024)
-    elif options.temperature is not None:
-        body["temperature"] = options.temperature  # not allowed together with thinking
-    body["max_tokens"] = max_tokens
-    if options.session_id:
-        body["metadata"] = {"user_id": options.session_id}
-    return body
-
 
 # --------------------------------------------------------------------------- stream
 
@@ -447,6 +298,7 @@ class AnthropicProvider(HttpProvider):
             options,
             prompt_caching=self.prompt_caching,
             default_max_tokens=self.default_max_tokens,
+            cache=self.request_cache,
         )
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> AnthropicStreamParser:

@@ -144,7 +144,7 @@ class AzureChatProvider(_AzureMixin, OpenAIChatProvider):
         return f"{self.base_url}/openai/deployments/{deployment}/chat/completions{self._query()}"
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        body = openai_chat_payload(model, context, options, self.compat)
+        body = openai_chat_payload(model, context, options, self.compat, cache=self.request_cache)
         body["model"] = self._deployment(model)
         return body
 
@@ -183,7 +183,13 @@ class AzureResponsesProvider(_AzureMixin, OpenAIResponsesProvider):
         return f"{self.base_url}/openai/responses{self._query()}"
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        body = responses_payload(model, context, options, model_name=self._deployment(model))
+        body = responses_payload(
+            model,
+            context,
+            options,
+            model_name=self._deployment(model),
+            cache=self.request_cache,
+        )
         body.pop("prompt_cache_key", None)  # not accepted by every api-version
         return body
 

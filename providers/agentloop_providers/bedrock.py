@@ -27,17 +27,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from agentloop import (
-    AssistantMessage,
-    ErrorKind,
-    Image,
-    StopReason,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from agentloop import ErrorKind, StopReason
 from agentloop.stream import (
     Done,
     ErrorEvent,
@@ -53,21 +43,14 @@ from agentloop.stream import (
     ToolCallStart,
 )
 
+from ._bedrock_request import bedrock_payload
 from ._classify import classify_payload
-from ._convert import (
-    assistant_blocks,
-    max_output_tokens,
-    thinking_budget,
-    tool_choice,
-    tool_result_parts,
-    usage as make_usage,
-)
+from ._convert import usage as make_usage
 from ._eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage
 from ._frames import DEFAULT_MAX_EVENT_BYTES
 from ._http import HttpProvider, ProtocolError
 from ._secrets import InvalidApiKey
 from ._sigv4 import AwsCredentials, MissingCredentials, sign_headers
-from .caching import PromptCaching, caching_for, message_breakpoints
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -75,6 +58,8 @@ if TYPE_CHECKING:
 
     from agentloop import ModelSpec, StreamOptions, Usage
     from agentloop.stream import AssistantMessageEvent, LlmContext
+
+    from .caching import PromptCaching
 
 __all__ = ["BedrockProvider"]
 
@@ -89,14 +74,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "model_context_window_exceeded": StopReason.LENGTH,
 }
 _FILTERED = frozenset({"guardrail_intervened", "content_filtered"})
-_ANSWER_TOKENS = 4096
-_CACHE_POINT = {"cachePoint": {"type": "default"}}
-_IMAGE_FORMATS = {
-    "image/png": "png",
-    "image/jpeg": "jpeg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-}
 
 
 class _Truncated:
@@ -316,90 +293,6 @@ def _usage(raw: dict[str, Any]) -> Usage:
     )
 
 
-# --------------------------------------------------------------------------- request
-
-
-def _image(image: Image) -> dict[str, Any]:
-    if image.data is None:
-        return {"text": f"[image: {image.url}]"}
-    fmt = _IMAGE_FORMATS.get(image.media_type, image.media_type.rpartition("/")[2])
-    return {"image": {"format": fmt, "source": {"bytes": image.data}}}
-
-
-def _assistant(message: AssistantMessage, model: ModelSpec) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for block in assistant_blocks(message, model, needs_signature=True):
-        if isinstance(block, Text):
-            out.append({"text": block.text})
-        elif isinstance(block, Thinking):
-            if block.redacted:
-                out.append({"reasoningContent": {"redactedContent": block.data or ""}})
-            else:
-                text: dict[str, Any] = {"text": block.thinking}
-                if block.signature:
-                    text["signature"] = block.signature
-                out.append({"reasoningContent": {"reasoningText": text}})
-        elif isinstance(block, ToolCall):
-            args = block.arguments if isinstance(block.arguments, dict) else {}
-            out.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": args}})
-    return out
-
-
-def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
-    text, images = tool_result_parts(message)
-    content: list[dict[str, Any]] = []
-    if text or not images:
-        content.append({"text": text})
-    content.extend(_image(image) for image in images)
-    return {
-        "toolResult": {
-            "toolUseId": message.tool_call_id,
-            "content": content,
-            "status": "error" if message.is_error else "success",
-        }
-    }
-
-
-def build_messages(context: LlmContext, model: ModelSpec) -> list[dict[str, Any]]:
-    """Converse messages for ``context``: tool results ride in user turns; roles alternate."""
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, content: list[dict[str, Any]]) -> None:
-        if not content:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(content)
-        else:
-            out.append({"role": role, "content": content})
-
-    for message in context.messages:
-        if isinstance(message, UserMessage):
-            parts: list[dict[str, Any]] = []
-            for block in message.content:
-                if isinstance(block, Text):
-                    if block.text:
-                        parts.append({"text": block.text})
-                elif isinstance(block, Image):
-                    parts.append(_image(block))
-            add("user", parts)
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason is StopReason.ERROR and not message.content:
-                continue
-            add("assistant", _assistant(message, model))
-        elif isinstance(message, ToolResultMessage):
-            add("user", [_tool_result(message)])
-    return out
-
-
-def _has_tool_blocks(messages: list[dict[str, Any]]) -> bool:
-    """Whether Converse messages hold tool use or results (which require a ``toolConfig``)."""
-    return any(
-        "toolUse" in block or "toolResult" in block
-        for message in messages
-        for block in message["content"]
-    )
-
-
 class BedrockProvider(HttpProvider):
     """AWS Bedrock through the Converse streaming API.
 
@@ -474,65 +367,13 @@ class BedrockProvider(HttpProvider):
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        body: dict[str, Any] = {"messages": build_messages(context, model)}
-        if context.system_prompt:
-            body["system"] = [{"text": context.system_prompt}]
-        config: dict[str, Any] = {}
-        limit = max_output_tokens(model, options, None)
-        budget = thinking_budget(model) if "anthropic." in model.model_id else None
-        if budget is not None and (limit is None or limit <= budget):
-            limit = budget + _ANSWER_TOKENS  # Claude needs room to answer after thinking
-        if limit is not None:
-            config["maxTokens"] = limit
-        if options.temperature is not None and budget is None:
-            config["temperature"] = options.temperature
-        if config:
-            body["inferenceConfig"] = config
-        choice = tool_choice(options, context)
-        if context.tools and not (choice == "none" and not _has_tool_blocks(body["messages"])):
-            body["toolConfig"] = {
-                "tools": [
-                    {
-                        "toolSpec": {
-                            "name": t.name,
-                            "description": t.description,
-                            "inputSchema": {"json": t.parameters},
-                        }
-                    }
-                    for t in context.tools
-                ]
-            }
-            # Converse has no "none": without tool blocks in the history the tools are left
-            # out above; with them the tools must stay, and the model is not stopped from
-            # calling one. Claude's extended thinking allows no forced call either.
-            if choice == "required" and budget is None:
-                body["toolConfig"]["toolChoice"] = {"any": {}}
-            elif choice not in (None, "auto", "none", "required") and budget is None:
-                body["toolConfig"]["toolChoice"] = {"tool": {"name": choice}}
-            elif choice is not None:
-                body["toolConfig"]["toolChoice"] = {"auto": {}}
-        if budget is not None:
-            body["additionalModelRequestFields"] = {
-                "thinking": {"type": "enabled", "budget_tokens": budget}
-            }
-        self._cache_points(body, model, options)
-        extra = options.extra.get("bedrock")
-        if isinstance(extra, dict):
-            body.update(extra)
-        return body
-
-    def _cache_points(self, body: dict[str, Any], model: ModelSpec, options: StreamOptions) -> None:
-        claude = "anthropic.claude" in model.model_id
-        supported = claude or "amazon.nova" in model.model_id
-        default = supported if self.prompt_caching is None else self.prompt_caching
-        caching = caching_for(default, options.extra)
-        if caching.system and "system" in body:
-            body["system"].append(dict(_CACHE_POINT))
-        if caching.tools and claude and "toolConfig" in body:
-            body["toolConfig"]["tools"].append(dict(_CACHE_POINT))
-        messages = body["messages"]
-        for at in message_breakpoints([m["role"] for m in messages], caching.messages):
-            messages[at]["content"].append(dict(_CACHE_POINT))
+        return bedrock_payload(
+            model,
+            context,
+            options,
+            prompt_caching=self.prompt_caching,
+            cache=self.request_cache,
+        )
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> BedrockParser:
         return BedrockParser()

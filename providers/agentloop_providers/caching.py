@@ -22,9 +22,12 @@ either for one call (``turn_options`` can set it per turn).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["PromptCaching", "caching_for", "message_breakpoints"]
 
@@ -65,7 +68,7 @@ def caching_for(default: bool | PromptCaching, extra: dict[str, Any]) -> PromptC
     raise TypeError(f"prompt_caching must be a bool or a PromptCaching, not {value!r}")
 
 
-def message_breakpoints(roles: list[str], wanted: int) -> list[int]:
+def message_breakpoints(roles: Sequence[str], wanted: int) -> list[int]:
     """Indices of the messages to mark: the last one, then the one that closed the previous
     turn's request (the message just before the last assistant message), at most ``wanted``."""
     if wanted <= 0 or not roles:

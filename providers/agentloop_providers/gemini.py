@@ -26,18 +26,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from agentloop import (
-    AssistantMessage,
-    ErrorKind,
-    Image,
-    StopReason,
-    Text,
-    Thinking,
-    ThinkingLevel,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from agentloop import ErrorKind, StopReason
 from agentloop.stream import (
     Done,
     ErrorEvent,
@@ -53,14 +42,8 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
-from ._convert import (
-    assistant_blocks,
-    max_output_tokens,
-    thinking_budget,
-    tool_choice,
-    tool_result_parts,
-    usage as make_usage,
-)
+from ._convert import usage as make_usage
+from ._gemini_request import SKIP_SIGNATURE, gemini_payload
 from ._http import HttpProvider, ProtocolError
 from ._secrets import excerpt
 
@@ -70,145 +53,15 @@ if TYPE_CHECKING:
 
     from ._sse import ServerSentEvent
 
-__all__ = ["GeminiParser", "GeminiProvider", "gemini_payload"]
+__all__ = ["SKIP_SIGNATURE", "GeminiParser", "GeminiProvider", "gemini_payload"]
 
 _decode = msgspec.json.decode
 _FILTERED = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 )
-# A documented placeholder for calls whose signature was never seen (history made elsewhere).
-SKIP_SIGNATURE = "skip_thought_signature_validator"
 _MAX_PATH_DEPTH = 64
 _MAX_INDEX_GAP = 1024  # how far past the end of a list a streamed index may point
 _PATH_RE = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^']*)'\]")
-
-
-# --------------------------------------------------------------------------- request
-
-
-def _image(image: Image) -> dict[str, Any]:
-    if image.data is not None:
-        return {"inlineData": {"mimeType": image.media_type, "data": image.data}}
-    return {"fileData": {"mimeType": image.media_type, "fileUri": image.url or ""}}
-
-
-def _model_parts(message: AssistantMessage, model: ModelSpec) -> list[dict[str, Any]]:
-    native = message.provider == model.provider
-    gemini3 = "gemini-3" in model.model_id
-    parts: list[dict[str, Any]] = []
-    for block in assistant_blocks(message, model, needs_signature=True):
-        if type(block) is Text:
-            parts.append({"text": block.text})
-        elif type(block) is Thinking:
-            if not block.redacted:
-                part: dict[str, Any] = {"text": block.thinking, "thought": True}
-                if block.signature:
-                    part["thoughtSignature"] = block.signature
-                parts.append(part)
-        elif type(block) is ToolCall:
-            call: dict[str, Any] = {"name": block.name, "args": block.arguments or {}}
-            gemini_id = (block.meta or {}).get("gemini_id")
-            if gemini_id and native:
-                call["id"] = gemini_id
-            part = {"functionCall": call}
-            if block.signature and native:
-                part["thoughtSignature"] = block.signature
-            elif gemini3:
-                part["thoughtSignature"] = SKIP_SIGNATURE
-            parts.append(part)
-    return parts
-
-
-def _function_response(
-    message: ToolResultMessage, names: dict[str, str], ids: dict[str, str]
-) -> list[dict[str, Any]]:
-    text, images = tool_result_parts(message)
-    name = message.tool_name or names.get(message.tool_call_id, "")
-    result = {"error": text} if message.is_error else {"output": text}
-    response: dict[str, Any] = {"name": name, "response": result}
-    if message.tool_call_id in ids:
-        response["id"] = ids[message.tool_call_id]
-    parts: list[dict[str, Any]] = [{"functionResponse": response}]
-    parts.extend(_image(image) for image in images)
-    return parts
-
-
-def gemini_payload(model: ModelSpec, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
-    """The ``generateContent`` request body for one call."""
-    contents: list[dict[str, Any]] = []
-    names: dict[str, str] = {}  # our call id -> function name
-    ids: dict[str, str] = {}  # our call id -> the id Gemini gave the call (Vertex does)
-
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
-        if not parts:
-            return
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-
-    for message in context.messages:
-        if type(message) is UserMessage:
-            parts: list[dict[str, Any]] = []
-            for block in message.content:
-                if type(block) is Text:
-                    parts.append({"text": block.text})
-                elif type(block) is Image:
-                    parts.append(_image(block))
-            add("user", parts)
-        elif type(message) is AssistantMessage:
-            for call in message.tool_calls:
-                names[call.id] = call.name
-                gemini_id = (call.meta or {}).get("gemini_id")
-                if gemini_id and message.provider == model.provider:
-                    ids[call.id] = gemini_id
-            add("model", _model_parts(message, model))
-        elif type(message) is ToolResultMessage:
-            add("user", _function_response(message, names, ids))
-
-    body: dict[str, Any] = {"contents": contents}
-    if context.system_prompt:
-        body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
-    if context.tools:
-        body["tools"] = [
-            {
-                "functionDeclarations": [
-                    {
-                        "name": t.name,
-                        "description": t.description,
-                        "parametersJsonSchema": t.parameters,
-                    }
-                    for t in context.tools
-                ]
-            }
-        ]
-    choice = tool_choice(options, context)
-    if choice is not None:
-        modes = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
-        calling: dict[str, Any] = {"mode": modes.get(choice, "ANY")}
-        if choice not in modes:
-            calling["allowedFunctionNames"] = [choice]
-        body["toolConfig"] = {"functionCallingConfig": calling}
-    config: dict[str, Any] = {}
-    if options.temperature is not None:
-        config["temperature"] = options.temperature
-    limit = max_output_tokens(model, options, None)
-    if limit is not None:
-        config["maxOutputTokens"] = limit
-    if model.thinking_level is not ThinkingLevel.OFF:
-        thinking: dict[str, Any] = {"includeThoughts": True}
-        if "gemini-3" in model.model_id:
-            low = model.thinking_level in (ThinkingLevel.MINIMAL, ThinkingLevel.LOW)
-            thinking["thinkingLevel"] = "low" if low else "high"
-        else:
-            thinking["thinkingBudget"] = thinking_budget(model)
-        config["thinkingConfig"] = thinking
-    if config:
-        body["generationConfig"] = config
-    extra = options.extra.get("gemini")
-    if isinstance(extra, dict):
-        body.update(extra)
-    return body
 
 
 # --------------------------------------------------------------------------- stream
@@ -483,7 +336,7 @@ class GeminiProvider(HttpProvider):
         return {"x-goog-api-key": api_key} if api_key else {}
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        return gemini_payload(model, context, options)
+        return gemini_payload(model, context, options, cache=self.request_cache)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> GeminiParser:
         return GeminiParser()

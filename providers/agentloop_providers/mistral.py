@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from agentloop import ToolResultMessage
+from agentloop import AssistantMessage, StopReason, ToolCall, ToolResultMessage
 
+from ._openai_chat_request import ChatCodec, chat_body
+from ._request_cache import STALE
 from ._sse import ServerSentEvent
 from .openai_chat import (
     OpenAIChatCompat,
@@ -28,8 +30,12 @@ from .openai_chat import (
 )
 
 if TYPE_CHECKING:
-    from agentloop import ModelSpec, StreamOptions
+    from collections.abc import Sequence
+
+    from agentloop import Image, ModelSpec, StreamOptions
     from agentloop.stream import AssistantMessageEvent, LlmContext
+
+    from ._request_cache import RequestCache
 
 __all__ = ["MistralParser", "MistralProvider", "mistral_payload", "mistral_tool_id"]
 
@@ -37,6 +43,7 @@ _decode = msgspec.json.decode
 _encode = msgspec.json.Encoder().encode
 _ID_RE = re.compile(r"[A-Za-z0-9]{9}")
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ABORTED = StopReason.ABORTED
 COMPAT = OpenAIChatCompat(max_tokens_field="max_tokens", stream_usage=False, reasoning_effort=False)
 
 
@@ -100,29 +107,119 @@ class MistralParser(OpenAIChatStreamParser):
 
 
 def mistral_payload(
-    model: ModelSpec, context: LlmContext, options: StreamOptions
+    model: ModelSpec,
+    context: LlmContext,
+    options: StreamOptions,
+    *,
+    cache: RequestCache | None = None,
 ) -> dict[str, Any]:
-    """The chat completions body, with tool ids Mistral accepts and named tool results."""
-    body = openai_chat_payload(model, context, options, COMPAT)
-    names: dict[str, str] = {
-        m.tool_call_id: m.tool_name
-        for m in context.messages
-        if type(m) is ToolResultMessage and m.tool_name
-    }
-    for message in body["messages"]:
-        for call in message.get("tool_calls") or ():
-            names.setdefault(call["id"], call["function"]["name"])
-            call["id"] = mistral_tool_id(call["id"])
-    for message in body["messages"]:
-        if message["role"] == "tool":
-            original = message["tool_call_id"]
-            message["tool_call_id"] = mistral_tool_id(original)
-            if names.get(original):
-                message["name"] = names[original]
+    """The chat completions body, with tool ids Mistral accepts and named tool results.
+
+    With ``cache``, the history comes as ``msgspec.Raw`` items (the same bytes once encoded).
+
+    Raises:
+        ValueError: ``options.tool_choice`` does not fit the tools offered.
+    """
+    if cache is not None:
+        items = cache.items(_Codec(model), context.messages)
+        system = [{"role": COMPAT.system_role, "content": context.system_prompt}]
+        messages = system + items if context.system_prompt else items
+        body = chat_body(model, context, options, COMPAT, messages)
+    else:
+        body = openai_chat_payload(model, context, options, COMPAT)
+        names: dict[str, str] = {
+            m.tool_call_id: m.tool_name
+            for m in context.messages
+            if type(m) is ToolResultMessage and m.tool_name
+        }
+        for message in body["messages"]:
+            for call in message.get("tool_calls") or ():
+                names.setdefault(call["id"], call["function"]["name"])
+                call["id"] = mistral_tool_id(call["id"])
+        for message in body["messages"]:
+            if message["role"] == "tool":
+                original = message["tool_call_id"]
+                message["tool_call_id"] = mistral_tool_id(original)
+                if names.get(original):
+                    message["name"] = names[original]
     extra = options.extra.get("mistral")
     if isinstance(extra, dict):
         body.update(extra)
     return body
+
+
+class _Names:
+    """Who each tool call id names: the last tool result carrying a name, else the first call
+    sent with that id. It depends on the whole history (a later result can rename an earlier
+    one), so a transcript records the names its items used, and a new message that changes
+    one of them makes the transcript stale."""
+
+    __slots__ = ("calls", "results", "used")
+
+    def __init__(self) -> None:
+        self.results: dict[str, str] = {}
+        self.calls: dict[str, str] = {}
+        self.used: dict[str, str | None] = {}
+
+    def name(self, call_id: str) -> str | None:
+        found = self.results.get(call_id)
+        return found if found is not None else self.calls.get(call_id)
+
+    def learn(self, messages: Sequence[Any], start: int) -> list[str]:
+        """Take in ``messages[start:]``; the ids they name."""
+        touched: list[str] = []
+        for i in range(start, len(messages)):
+            message = messages[i]
+            if type(message) is ToolResultMessage:
+                if message.tool_name:
+                    self.results[message.tool_call_id] = message.tool_name
+                    touched.append(message.tool_call_id)
+            elif type(message) is AssistantMessage and message.stop_reason is not _ABORTED:
+                for block in message.content:
+                    if type(block) is ToolCall:
+                        self.calls.setdefault(block.id, block.name)
+                        touched.append(block.id)
+        return touched
+
+
+class _Codec(ChatCodec):
+    """The chat codec with Mistral's ids, and tool results named (see ``_Names``)."""
+
+    __slots__ = ()
+
+    def __init__(self, model: ModelSpec) -> None:
+        super().__init__(model, COMPAT, ("mistral", model.provider))
+
+    def start(self, messages: Sequence[Any]) -> Any:
+        names = _Names()
+        names.learn(messages, 0)
+        return names
+
+    def resume(self, state: Any, messages: Sequence[Any], known: int) -> Any:
+        for call_id in state.learn(messages, known):
+            if call_id in state.used and state.used[call_id] != state.name(call_id):
+                return STALE
+        return state
+
+    def assistant(self, message: AssistantMessage, state: Any) -> dict[str, Any] | None:
+        out = super().assistant(message, state)
+        for call in (out or {}).get("tool_calls") or ():
+            call["id"] = mistral_tool_id(call["id"])
+        return out
+
+    def tool(self, message: ToolResultMessage, state: Any) -> tuple[dict[str, Any], list[Image]]:
+        entry, images = super().tool(message, state)
+        original = entry["tool_call_id"]
+        entry["tool_call_id"] = mistral_tool_id(original)
+        name = state.name(original)
+        if name:
+            entry["name"] = name
+        return entry, images
+
+    def tool_key(self, message: ToolResultMessage, state: Any) -> tuple[Any, ...]:
+        name = state.name(message.tool_call_id)
+        state.used[message.tool_call_id] = name
+        return (self.key, id(message), name)
 
 
 class MistralProvider(OpenAIChatProvider):
@@ -138,7 +235,7 @@ class MistralProvider(OpenAIChatProvider):
         super().__init__(**kwargs)
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        return mistral_payload(model, context, options)
+        return mistral_payload(model, context, options, cache=self.request_cache)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> MistralParser:
         return MistralParser()

@@ -47,11 +47,16 @@ from ._convert import (
 )
 from ._http import HttpProvider, ProtocolError
 from ._ndjson import NDJSONDecoder
+from ._request_cache import Codec, Fold, Pieces, encode
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agentloop import ModelSpec, StreamOptions
     from agentloop.stream import AssistantMessageEvent, LlmContext
+
+    from ._request_cache import RequestCache
 
 __all__ = ["OllamaProvider", "OllamaStreamParser", "ollama_payload"]
 
@@ -97,31 +102,77 @@ def _assistant(message: AssistantMessage, model: ModelSpec) -> dict[str, Any] | 
     return out
 
 
-def ollama_payload(model: ModelSpec, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
-    """The ``/api/chat`` request body for one call."""
-    messages: list[dict[str, Any]] = []
+def _message(message: Any, model: ModelSpec) -> dict[str, Any] | None:
+    """A message as ``/api/chat`` takes it (``None``: not sent)."""
+    if type(message) is UserMessage:
+        text, images = _images(message.content)
+        entry: dict[str, Any] = {"role": "user", "content": text}
+        if images:
+            entry["images"] = images
+        return entry
+    if type(message) is AssistantMessage:
+        return _assistant(message, model)
+    if type(message) is ToolResultMessage:
+        text, image_blocks = tool_result_parts(message)
+        if message.is_error:
+            text = f"Error: {text}" if text else "Error"
+        entry = {"role": "tool", "content": text, "tool_name": message.tool_name}
+        images = [i.data for i in image_blocks if i.data]
+        if images:
+            entry["images"] = images
+        return entry
+    return None
+
+
+class _Codec(Codec):
+    """Pieces and units: a message's API message, none merged; no state."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: ModelSpec) -> None:
+        super().__init__(("ollama", model.provider))
+        self.model = model
+
+    def fold(
+        self, messages: Sequence[Any], start: int, state: Any, pieces: Pieces, out: Fold
+    ) -> None:
+        for i in range(start, len(messages)):
+            message = messages[i]
+            key = (self.key, id(message))
+            data: bytes | None = pieces.get(key, message)
+            if data is None:
+                converted = _message(message, self.model)
+                data = b"" if converted is None else encode(converted)
+                pieces.put(key, message, data, len(data))
+            if data:
+                out.add(i, data)
+        out.restart = len(messages)
+
+
+def ollama_payload(
+    model: ModelSpec,
+    context: LlmContext,
+    options: StreamOptions,
+    *,
+    cache: RequestCache | None = None,
+) -> dict[str, Any]:
+    """The ``/api/chat`` request body for one call.
+
+    With ``cache``, the history comes as ``msgspec.Raw`` items (the same bytes once encoded).
+
+    Raises:
+        ValueError: ``options.tool_choice`` does not fit the tools offered.
+    """
+    messages: list[Any] = []
     if context.system_prompt:
         messages.append({"role": "system", "content": context.system_prompt})
-    for message in context.messages:
-        if type(message) is UserMessage:
-            text, images = _images(message.content)
-            entry: dict[str, Any] = {"role": "user", "content": text}
-            if images:
-                entry["images"] = images
-            messages.append(entry)
-        elif type(message) is AssistantMessage:
-            converted = _assistant(message, model)
+    if cache is None:
+        for message in context.messages:
+            converted = _message(message, model)
             if converted is not None:
                 messages.append(converted)
-        elif type(message) is ToolResultMessage:
-            text, image_blocks = tool_result_parts(message)
-            if message.is_error:
-                text = f"Error: {text}" if text else "Error"
-            entry = {"role": "tool", "content": text, "tool_name": message.tool_name}
-            images = [i.data for i in image_blocks if i.data]
-            if images:
-                entry["images"] = images
-            messages.append(entry)
+    else:
+        messages += cache.items(_Codec(model), context.messages)
     body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
     # /api/chat has no tool choice: "none" leaves the tools out, a name offers only that tool,
     # and "required" cannot be enforced (the model may still answer in text).
@@ -264,7 +315,7 @@ class OllamaProvider(HttpProvider):
         return headers
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        return ollama_payload(model, context, options)
+        return ollama_payload(model, context, options, cache=self.request_cache)
 
     def new_decoder(self) -> NDJSONDecoder[Any]:
         return NDJSONDecoder(max_line_bytes=self.max_event_bytes)

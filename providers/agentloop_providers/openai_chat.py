@@ -10,21 +10,11 @@ ignored.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from agentloop import (
-    AssistantMessage,
-    ErrorKind,
-    Image,
-    StopReason,
-    Text,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from agentloop import ErrorKind, StopReason
 from agentloop.stream import (
     Done,
     ErrorEvent,
@@ -41,18 +31,9 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
-from ._convert import (
-    BlockIndexer,
-    arguments_json,
-    assistant_blocks,
-    image_data_url,
-    max_output_tokens,
-    reasoning_effort,
-    tool_choice,
-    tool_result_parts,
-    usage,
-)
+from ._convert import BlockIndexer, usage
 from ._http import HttpProvider, ProtocolError
+from ._openai_chat_request import OpenAIChatCompat, openai_chat_payload
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
@@ -78,181 +59,6 @@ _FINISH: dict[str, StopReason] = {
     "tool_use": StopReason.TOOL_USE,
 }
 _decode = msgspec.json.decode
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class OpenAIChatCompat:
-    """What a compatible server accepts, where servers differ.
-
-    Attributes:
-        max_tokens_field: ``max_completion_tokens`` (OpenAI) or ``max_tokens`` (most others).
-        system_role: ``system``, or ``developer`` for OpenAI reasoning models.
-        stream_usage: send ``stream_options.include_usage``.
-        reasoning_effort: send ``reasoning_effort`` for a thinking level.
-        tool_result_images: where images returned by tools go: a following user message
-            (``user_message``) or nowhere (``drop``); tool messages only carry text.
-        tool_choice_none: how ``tool_choice="none"`` is sent: as ``"none"``, or by leaving the
-            tools out of the request (``omit_tools``) for servers that ignore the field.
-        tool_choice_required: how ``tool_choice="required"`` is sent: as ``"required"``; as the
-            named form when exactly one tool is offered (``named_if_single``; with several the
-            field is left out and the model is not forced); or not at all (``omit``: the server
-            cannot force a call).
-        tool_choice_named: how a tool name is sent: OpenAI's ``{"type": "function", ...}``
-            object (``object``), or by offering only that tool and requiring a call
-            (``only_that_tool``, sent as ``tool_choice_required`` says) for servers that do
-            not take the object.
-
-    Which value each local server needs is in its preset (``presets.json``): llama.cpp's
-    ``llama-server`` takes ``"required"`` but ignores the object; ``llama_cpp.server`` (the
-    Python package) takes the object but ignores ``"required"`` and ``"none"``; Ollama's
-    ``/v1`` ignores the field altogether.
-    """
-
-    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
-    system_role: Literal["system", "developer"] = "system"
-    stream_usage: bool = True
-    reasoning_effort: bool = True
-    tool_result_images: Literal["user_message", "drop"] = "user_message"
-    tool_choice_none: Literal["none", "omit_tools"] = "none"
-    tool_choice_required: Literal["required", "named_if_single", "omit"] = "required"
-    tool_choice_named: Literal["object", "only_that_tool"] = "object"
-
-
-# --------------------------------------------------------------------------- request
-
-
-def _user(message: UserMessage) -> dict[str, Any]:
-    blocks = message.content
-    if all(type(b) is Text for b in blocks):
-        return {"role": "user", "content": "".join(b.text for b in blocks)}  # type: ignore[union-attr]
-    parts: list[dict[str, Any]] = []
-    for block in blocks:
-        if type(block) is Text:
-            parts.append({"type": "text", "text": block.text})
-        elif type(block) is Image:
-            parts.append({"type": "image_url", "image_url": {"url": image_data_url(block)}})
-    return {"role": "user", "content": parts}
-
-
-def _assistant(message: AssistantMessage, model: ModelSpec) -> dict[str, Any] | None:
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for block in assistant_blocks(message, model, keep_thinking=False):
-        if type(block) is Text:
-            texts.append(block.text)
-        elif type(block) is ToolCall:
-            function = {"name": block.name, "arguments": arguments_json(block)}
-            calls.append({"id": block.id, "type": "function", "function": function})
-    if not texts and not calls:
-        return None
-    # "" rather than null for a turn of tool calls only: every known server takes "", and some
-    # (llama-cpp-python's) answer null with HTTP 500.
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
-
-def openai_chat_payload(
-    model: ModelSpec,
-    context: LlmContext,
-    options: StreamOptions,
-    compat: OpenAIChatCompat | None = None,
-) -> dict[str, Any]:
-    """The Chat Completions request body for one call."""
-    compat = compat or OpenAIChatCompat()
-    messages: list[dict[str, Any]] = []
-    if context.system_prompt:
-        messages.append({"role": compat.system_role, "content": context.system_prompt})
-    pending_images: list[Image] = []
-    for message in context.messages:
-        if type(message) is not ToolResultMessage and pending_images:
-            messages.append(_tool_images(pending_images))
-            pending_images = []
-        if type(message) is UserMessage:
-            messages.append(_user(message))
-        elif type(message) is AssistantMessage:
-            converted = _assistant(message, model)
-            if converted is not None:
-                messages.append(converted)
-        elif type(message) is ToolResultMessage:
-            text, images = tool_result_parts(message)
-            if message.is_error:
-                text = f"Error: {text}" if text else "Error"
-            if images and compat.tool_result_images == "user_message":
-                pending_images.extend(images)
-                text = text or "(see the attached image)"
-            messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": text})
-    if pending_images:
-        messages.append(_tool_images(pending_images))
-
-    body: dict[str, Any] = {"model": model.model_id, "messages": messages, "stream": True}
-    if compat.stream_usage:
-        body["stream_options"] = {"include_usage": True}
-    _tools(body, context, options, compat)
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    max_tokens = max_output_tokens(model, options, None)
-    if max_tokens is not None:
-        body[compat.max_tokens_field] = max_tokens
-    effort = reasoning_effort(model.thinking_level)
-    if effort is not None and compat.reasoning_effort:
-        body["reasoning_effort"] = effort
-    if options.session_id:
-        body["user"] = options.session_id
-    return body
-
-
-def _tools(
-    body: dict[str, Any], context: LlmContext, options: StreamOptions, compat: OpenAIChatCompat
-) -> None:
-    """Put the tools and the tool choice in ``body``, as the server understands them.
-
-    Raises:
-        ValueError: ``options.tool_choice`` does not fit the tools offered.
-    """
-    choice = tool_choice(options, context)
-    tools = context.tools
-    sent: Any = choice
-    if choice == "none" and compat.tool_choice_none == "omit_tools":
-        tools, sent = [], None
-    elif choice not in (None, "auto", "none", "required"):
-        if compat.tool_choice_named == "only_that_tool":
-            tools = [t for t in tools if t.name == choice]
-            choice = "required"
-        else:
-            sent = {"type": "function", "function": {"name": choice}}
-    if choice == "required":
-        if compat.tool_choice_required == "named_if_single":
-            sent = (
-                {"type": "function", "function": {"name": tools[0].name}}
-                if len(tools) == 1
-                else None
-            )
-        elif compat.tool_choice_required == "omit":
-            sent = None
-        else:
-            sent = "required"
-    if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in tools
-        ]
-        if sent is not None:
-            body["tool_choice"] = sent
-
-
-def _tool_images(images: list[Image]) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "text", "text": "Images returned by the tool:"}]
-    parts.extend({"type": "image_url", "image_url": {"url": image_data_url(i)}} for i in images)
-    return {"role": "user", "content": parts}
 
 
 # --------------------------------------------------------------------------- stream
@@ -451,7 +257,7 @@ class OpenAIChatProvider(HttpProvider):
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        return openai_chat_payload(model, context, options, self.compat)
+        return openai_chat_payload(model, context, options, self.compat, cache=self.request_cache)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> OpenAIChatStreamParser:
         return OpenAIChatStreamParser(self.provider_name)

@@ -59,12 +59,16 @@ from ._convert import (
     usage,
 )
 from ._http import HttpProvider, ProtocolError
+from ._request_cache import Codec, Fold, Pieces, encode
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agentloop import ModelSpec, StreamOptions, Usage
     from agentloop.stream import AssistantMessageEvent, LlmContext
 
+    from ._request_cache import RequestCache
     from ._sse import ServerSentEvent
 
 __all__ = ["OpenAIResponsesParser", "OpenAIResponsesProvider", "responses_payload"]
@@ -137,18 +141,63 @@ def _tool_output(message: ToolResultMessage) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
 
 
+def _items(message: Any, model: ModelSpec) -> list[dict[str, Any]]:
+    """The input items of one message."""
+    if type(message) is UserMessage:
+        return [_user(message)]
+    if type(message) is AssistantMessage:
+        return _assistant(message, model)
+    if type(message) is ToolResultMessage:
+        return [_tool_output(message)]
+    return []
+
+
+class _Codec(Codec):
+    """Pieces and units: a message's input items, none merged; no state."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: ModelSpec) -> None:
+        super().__init__(("responses", model.provider))
+        self.model = model
+
+    def fold(
+        self, messages: Sequence[Any], start: int, state: Any, pieces: Pieces, out: Fold
+    ) -> None:
+        for i in range(start, len(messages)):
+            message = messages[i]
+            key = (self.key, id(message))
+            data: bytes | None = pieces.get(key, message)
+            if data is None:
+                data = encode(_items(message, self.model))[1:-1]
+                pieces.put(key, message, data, len(data))
+            if data:
+                out.add(i, data)
+        out.restart = len(messages)
+
+
 def responses_payload(
-    model: ModelSpec, context: LlmContext, options: StreamOptions, *, model_name: str | None = None
+    model: ModelSpec,
+    context: LlmContext,
+    options: StreamOptions,
+    *,
+    model_name: str | None = None,
+    cache: RequestCache | None = None,
 ) -> dict[str, Any]:
-    """The Responses API request body for one call (``model_name`` overrides the model id)."""
-    items: list[dict[str, Any]] = []
-    for message in context.messages:
-        if type(message) is UserMessage:
-            items.append(_user(message))
-        elif type(message) is AssistantMessage:
-            items.extend(_assistant(message, model))
-        elif type(message) is ToolResultMessage:
-            items.append(_tool_output(message))
+    """The Responses API request body for one call (``model_name`` overrides the model id).
+
+    With ``cache``, the history comes as ``msgspec.Raw`` items (the same bytes once encoded).
+
+    Raises:
+        ValueError: ``options.tool_choice`` does not fit the tools offered.
+    """
+    items: list[Any]
+    if cache is None:
+        items = []
+        for message in context.messages:
+            items.extend(_items(message, model))
+    else:
+        items = cache.items(_Codec(model), context.messages)
     body: dict[str, Any] = {
         "model": model_name or model.model_id,
         "input": items,
@@ -402,7 +451,7 @@ class OpenAIResponsesProvider(HttpProvider):
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        return responses_payload(model, context, options)
+        return responses_payload(model, context, options, cache=self.request_cache)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> OpenAIResponsesParser:
         return OpenAIResponsesParser(self.provider_name)

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from agentloop import ModelSpec, StreamOptions
-from agentloop.stream import AssistantMessageEvent, LlmContext
+from agentloop.stream import AssistantMessageEvent, LlmContext, ToolSchema
 
 from ._http import HttpProvider, ProtocolError
+from ._request_cache import Codec, Fold, Pieces, encode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ._sse import ServerSentEvent
 
 __all__ = ["ProxyProvider", "ProxyRequest", "ProxyStreamParser"]
@@ -90,7 +93,49 @@ class ProxyProvider(HttpProvider):
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
         safe = msgspec.structs.replace(options, api_key=None)
-        return ProxyRequest(model=model, context=context, options=safe)
+        if self.request_cache is None:
+            return ProxyRequest(model=model, context=context, options=safe)
+        messages = self.request_cache.items(_Codec(), context.messages)
+        wire = _WireContext(context.system_prompt, messages, context.tools)
+        return _WireRequest(model, wire, safe)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> ProxyStreamParser:
         return ProxyStreamParser()
+
+
+class _WireContext(msgspec.Struct, frozen=True):
+    """An ``LlmContext`` whose messages are already encoded: the same JSON."""
+
+    system_prompt: str
+    messages: list[msgspec.Raw]
+    tools: list[ToolSchema]
+
+
+class _WireRequest(msgspec.Struct, frozen=True):
+    """A ``ProxyRequest`` whose messages are already encoded: the same JSON."""
+
+    model: ModelSpec
+    context: _WireContext
+    options: StreamOptions
+
+
+class _Codec(Codec):
+    """Pieces and units: a message as msgspec encodes it; no state."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(("proxy",))
+
+    def fold(
+        self, messages: Sequence[Any], start: int, state: Any, pieces: Pieces, out: Fold
+    ) -> None:
+        for i in range(start, len(messages)):
+            message = messages[i]
+            key = (self.key, id(message))
+            data: bytes | None = pieces.get(key, message)
+            if data is None:
+                data = encode(message)
+                pieces.put(key, message, data, len(data))
+            out.add(i, data)
+        out.restart = len(messages)

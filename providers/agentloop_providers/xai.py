@@ -109,7 +109,7 @@ class XaiChatProvider(OpenAIChatProvider):
         super().__init__(**kwargs)
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        body = openai_chat_payload(model, context, options, self.compat)
+        body = openai_chat_payload(model, context, options, self.compat, cache=self.request_cache)
         effort = xai_reasoning_effort(model)
         if effort is not None:
             body["reasoning_effort"] = effort
@@ -127,7 +127,7 @@ class XaiResponsesProvider(OpenAIResponsesProvider):
     default_base_url: ClassVar[str] = "https://api.x.ai/v1"
 
     def payload(self, model: ModelSpec, context: LlmContext, options: StreamOptions) -> Any:
-        body = responses_payload(model, context, options)
+        body = responses_payload(model, context, options, cache=self.request_cache)
         body.pop("prompt_cache_key", None)  # an OpenAI parameter
         effort = xai_reasoning_effort(model)
         if effort is None:

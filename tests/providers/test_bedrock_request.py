@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from agentloop import (
@@ -72,7 +73,9 @@ def test_payload_for_every_block_type() -> None:
         ],
         tools=[ToolSchema(name="zoom", description="Zoom in.", parameters={"type": "object"})],
     )
-    body = make(prompt_caching=False).payload(model, history, StreamOptions(temperature=0.3))
+    # The body as sent: the provider keeps the history encoded (msgspec.Raw items).
+    payload = make(prompt_caching=False).payload(model, history, StreamOptions(temperature=0.3))
+    body = json.loads(msgspec.json.encode(payload))
     assert body == {
         "system": [{"text": "Be brief."}],
         "messages": [

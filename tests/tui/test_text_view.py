@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.geometry import Region
 
 import agentloop as al
 from agentloop.stream import TextDelta, TextStart
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from textual.pilot import Pilot
     from textual.strip import Strip
+    from textual.widget import Widget
 
     from agentloop_tui import AgentApp
 
@@ -45,16 +47,27 @@ BLOCKS_PER_SECTION = 4
 
 class Counts:
     """What one frame did: blocks finished, markdown parsed, renderables rendered into lines,
-    lines drawn, widgets under the answer."""
+    lines drawn; and what it left: widgets under the answer, rendered lines kept, cells of
+    the spatial maps the conversation and the answer were filed in."""
 
     def __init__(
-        self, *, finished: list[str], parsed: list[str], rendered: int, drawn: int, widgets: int
+        self,
+        *,
+        finished: list[str],
+        parsed: list[str],
+        rendered: int,
+        drawn: int,
+        widgets: int,
+        kept: int,
+        filed: int,
     ) -> None:
         self.finished = finished
         self.parsed = parsed
         self.rendered = rendered
         self.drawn = drawn
         self.widgets = widgets
+        self.kept = kept
+        self.filed = filed
 
 
 async def _frame(app: AgentApp, pilot: Pilot[Any], text: str, log: list[str]) -> Counts:
@@ -73,7 +86,26 @@ async def _frame(app: AgentApp, pilot: Pilot[Any], text: str, log: list[str]) ->
         rendered=view.renders - rendered,
         drawn=_drawn(view) - drawn,
         widgets=len(app.query_one(AnswerView).query("*")),
+        kept=view.lines_kept,
+        filed=sum(_filed(w) for w in (app.conversation, app.query_one(AnswerView))),
     )
+
+
+def _filed(container: Widget) -> int:
+    """Cells of the spatial map Textual keeps of ``container``'s children (filed per layout)."""
+    arrangement = container.arrange(container.scrollable_content_region.size)
+    return sum(len(values) for values in arrangement.spatial_map._map.values())
+
+
+def _on_screen(container: Widget) -> None:
+    """The spatial map finds the children on screen wherever the container is scrolled."""
+    arrangement = container.arrange(container.scrollable_content_region.size)
+    bottom = arrangement.total_region.bottom
+    for y in (0, bottom // 3, bottom // 2, bottom - SIZE[1], bottom - 1):
+        region = Region(0, y, SIZE[0], SIZE[1])
+        found = {p.widget for p in arrangement.get_visible_placements(region)}
+        expected = {p.widget for p in arrangement.placements if region.overlaps(p.region)}
+        assert found == expected
 
 
 def _drawn(view: TextView) -> int:
@@ -122,3 +154,12 @@ async def test_a_frame_costs_the_same_after_hundreds_of_blocks(
             assert 0 < counts.drawn <= SIZE[1]
         # No widget per block: Textual lays out every widget of the answer on every frame.
         assert [c.widgets for c in late] == [c.widgets for c in early]
+        # Rendered lines are kept for a few screens, not for the answer: the garbage collector
+        # walks every one of them on each full collection.
+        assert view.size.height > 2000
+        assert all(c.kept < view.size.height // 10 for c in late)
+        # The conversation and the answer (2000 lines tall) are filed in a few dozen cells of
+        # the spatial maps rebuilt on every layout, not in one per 20 lines.
+        assert all(c.filed <= 100 for c in late)
+        _on_screen(app.conversation)
+        _on_screen(app.query_one(AnswerView))

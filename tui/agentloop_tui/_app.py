@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import anyio
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.widgets import Static
 
 from agentloop import AgentEnd, ContextCompacted, SessionNotFound, TurnEnd, UnknownModel
@@ -28,7 +28,7 @@ from ._editor import edit_prompt
 from ._screens import ApprovalScreen, Setup, SetupScreen, preview_diff
 from ._status import ContextGauge
 from ._view import AUTO_COLLAPSE_SECONDS, Conversation, ToolEntry
-from ._widgets import PromptInput, StatusBar, ToolBlock, ToolPanel, view_for
+from ._widgets import ConversationView, PromptInput, StatusBar, ToolBlock, ToolPanel, view_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -131,7 +131,7 @@ class AgentApp(App[int]):
 
     def compose(self) -> ComposeResult:
         # Kept by reference: while a dialog is open, queries look in the dialog's screen.
-        self.conversation = VerticalScroll(id="conversation")
+        self.conversation = ConversationView(id="conversation")
         self.tool_panel = ToolPanel(id="tool-panel")
         self.queue = Static("", id="queue", markup=False)
         self.prompt = PromptInput(id="input", placeholder="Ask, or /help")

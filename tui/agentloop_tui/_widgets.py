@@ -1,9 +1,8 @@
 """The widgets: each shows one piece of the view model and is told when it changed.
 
 Widgets hold no state of their own beyond what they have already drawn: an answer's text
-(``TextView``, in its own module) keeps the lines of each finished markdown block, rendered once,
-and re-renders only the open tail, so a long answer costs the same per frame at its end as at
-its start.
+(``TextView``, in its own module) renders each finished markdown block once and re-renders only
+the open tail, so a long answer costs the same per frame at its end as at its start.
 """
 
 from __future__ import annotations
@@ -12,24 +11,28 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from ._diff import render_diff
 from ._entries import AssistantEntry, NoticeEntry, TextPart, ThinkingPart, ToolEntry, UserEntry
+from ._tall import coarse
 from ._text_view import CODE_THEME, CURSOR, TextView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual import events
     from textual.app import ComposeResult
+    from textual.geometry import Size
+    from textual.layout import DockArrangeResult
 
     from ._entries import AnyEntry
     from ._status import Status
 
 __all__ = [
     "AnswerView",
+    "ConversationView",
     "EntryView",
     "PromptInput",
     "StatusBar",
@@ -108,6 +111,9 @@ class AnswerView(Vertical, EntryView):
         if entry.plan:
             self.border_title = "PLAN"
 
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        return coarse(super().arrange(size, optimal=optimal))  # its text may be very tall
+
     def compose(self) -> ComposeResult:
         yield self.footer
 
@@ -141,6 +147,13 @@ class AnswerView(Vertical, EntryView):
         )
         self.set_class(entry.aborted, "-aborted")
         self.set_class(entry.error is not None, "-error")
+
+
+class ConversationView(VerticalScroll):
+    """The conversation: a widget per entry, scrolled; an answer in it may be very tall."""
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        return coarse(super().arrange(size, optimal=optimal))
 
 
 def _output(entry: ToolEntry) -> RenderableType:
