@@ -19,7 +19,9 @@ models: the next one takes over when a call fails (throttled, server error, cont
 The foundation they share lives in ``_http`` (client
 lifecycle and the streaming loop), ``_sse`` and ``_ndjson`` (incremental parsers, capped as
 ``_frames`` says),
-``_classify`` (error classification) and ``_convert`` (request conversion helpers).
+``_classify`` (error classification), ``_convert`` (request conversion helpers) and
+``_request_cache`` (each history message converted and encoded once, not on every call; see
+``HttpProvider``'s ``request_cache_bytes``).
 
 Names are imported lazily, so ``import agentloop_providers`` costs nothing until one is used.
 """

@@ -285,7 +285,7 @@ class _Transcript:
         "tags",
     )
 
-    def __init__(self, head: tuple[Hashable, int]) -> None:
+    def __init__(self, head: tuple[Hashable, int] | None) -> None:
         self.head = head
         self.refs: list[Any] = []
         self.chunks: list[msgspec.Raw] = []
@@ -380,38 +380,23 @@ class RequestCache:
         transcript: _Transcript | None,
         state: Any,
     ) -> list[msgspec.Raw]:
+        base = _Transcript(head) if transcript is None else transcript
         if transcript is None:
-            start, state, skip, chunks, items, starts, tags = (
-                0,
-                codec.start(messages),
-                0,
-                [],
-                [],
-                [],
-                [],
-            )
-        else:
-            start, skip, chunks = transcript.restart, transcript.coalesced, transcript.chunks
-            items, starts, tags = transcript.items, transcript.starts, transcript.tags
-        out = Fold(start, state)
+            state = codec.start(messages)
+        out = Fold(base.restart, state)
+        skip = base.coalesced
         try:
-            codec.fold(messages, start, state, self.pieces, out)
-            tail = Tail(items + out.items, skip)
-            codec.finish(
-                tail,
-                Chain(starts, out.starts, skip),
-                Chain(tags, out.tags, skip),
-                messages,
-                self.pieces,
-                out,
-            )
+            codec.fold(messages, base.restart, state, self.pieces, out)
+            tail = Tail(base.items + out.items, skip)
+            starts, tags = Chain(base.starts, out.starts, skip), Chain(base.tags, out.tags, skip)
+            codec.finish(tail, starts, tags, messages, self.pieces, out)
         except BaseException:
             if transcript is not None:  # its state may be half folded
                 self._forget(transcript)
             raise
-        body = chunks + tail.items if chunks else tail.items
+        body = base.chunks + tail.items if base.chunks else tail.items
         if head is not None:
-            self._keep(transcript, head, messages, out)  # may add to ``chunks``
+            self._keep(base, transcript is not None, messages, out)  # may add a chunk
         return body
 
     def _find(self, head: tuple[Hashable, int], messages: Sequence[Any]) -> _Transcript | None:
@@ -425,16 +410,11 @@ class RequestCache:
         return best
 
     def _keep(
-        self,
-        transcript: _Transcript | None,
-        head: tuple[Hashable, int],
-        messages: Sequence[Any],
-        out: Fold,
+        self, transcript: _Transcript, reused: bool, messages: Sequence[Any], out: Fold
     ) -> None:
-        reused = transcript is not None
-        if transcript is None:
-            transcript = _Transcript(head)
-            siblings = self._heads.setdefault(head, [])
+        if not reused:
+            assert transcript.head is not None
+            siblings = self._heads.setdefault(transcript.head, [])
             if len(siblings) >= _HEADS:
                 self._forget(siblings[-1])
             siblings.insert(0, transcript)
@@ -472,11 +452,11 @@ class RequestCache:
         if self._transcripts.pop(id(transcript), None) is None:
             return
         self._transcript_bytes -= transcript.nbytes
-        siblings = self._heads.get(transcript.head)
-        if siblings is not None:
-            siblings.remove(transcript)
-            if not siblings:
-                del self._heads[transcript.head]
+        assert transcript.head is not None
+        siblings = self._heads[transcript.head]
+        siblings.remove(transcript)
+        if not siblings:
+            del self._heads[transcript.head]
 
 
 def _uncached(codec: Codec, messages: Sequence[Any]) -> list[msgspec.Raw]:

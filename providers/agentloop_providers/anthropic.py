@@ -6,7 +6,7 @@ the tools, the system prompt and the history (see ``caching``). ``tool_choice`` 
 ``auto``/``none``/``any``/``tool``; with extended thinking, which allows no forced call, a
 required or named tool falls back to ``auto``. Server-tool blocks (web search, tool search, ...) and
 any other block type this library does not model arrive as ``Extension`` blocks and are sent
-back unchanged on the next request.
+back unchanged on the next request. The request body is built in ``_anthropic_request``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ Requests are signed with SigV4 (``_sigv4``) from the standard environment variab
 Prompt caching (see ``caching``): ``cachePoint`` blocks after the system prompt, after the tools
 (Claude only: Nova caches no tools) and at the history's last two stable points, by default for
 the models that support it (Claude and Nova); ``cacheReadInputTokens`` and
-``cacheWriteInputTokens`` come back as ``Usage.cache_read`` and ``cache_write``.
+``cacheWriteInputTokens`` come back as ``Usage.cache_read`` and ``cache_write``. The request
+body is built in ``_bedrock_request``.
 """
 
 from __future__ import annotations

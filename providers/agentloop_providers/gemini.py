@@ -15,6 +15,8 @@ text with ``thought: true``, ``functionCall``), a ``finishReason`` on the last o
   ``length``, the safety family is ``content_filtered``, anything else an error.
 - HTTP 429 with a ``RetryInfo`` detail is throttling with its ``retryDelay`` as the hint (the
   shared classification reads it).
+
+The request body is built in ``_gemini_request``.
 """
 
 from __future__ import annotations

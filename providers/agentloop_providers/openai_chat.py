@@ -5,7 +5,7 @@ Together, OpenRouter, DeepSeek, ...). Text, parallel tool calls whose argument d
 interleave, reasoning text (``reasoning_content`` or ``reasoning``), refusals (kept as text),
 ``finish_reason`` mapping, the usage chunk of ``stream_options.include_usage``, and error
 objects sent inside the stream. Only choice 0 is read; the others of an ``n > 1`` request are
-ignored.
+ignored. The request body (and ``OpenAIChatCompat``) is in ``_openai_chat_request``.
 """
 
 from __future__ import annotations
