@@ -21,6 +21,7 @@ from ._types import (
     AgentMessage,
     AssistantMessage,
     LlmMessage,
+    MessageLog,
     StopReason,
     ToolCall,
     ToolResultMessage,
@@ -97,7 +98,7 @@ class History:
     def __init__(self, messages: list[AgentMessage], *, convert: ConvertToLlm) -> None:
         self.convert = convert
         self.messages = messages
-        self.llm_messages: list[LlmMessage] = []
+        self.llm_messages: list[LlmMessage] = MessageLog()
         self.llm_before = [0]
         self.open_calls: dict[str, ToolCall] = {}
         self.orphan_results = 0

@@ -481,6 +481,20 @@ class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
     parameters: dict[str, Any]
 
 
+class MessageLog(list[LlmMessage]):
+    """A list of LLM messages that is only ever appended to: the loop's own conversation.
+
+    While a conversation only grows, the loop passes the same ``MessageLog`` as
+    ``LlmContext.messages`` call after call. A provider that meets the same object again may
+    rely on what it saw then: its first ``n`` items are the very objects they were, ``n`` being
+    its length at the time. That is what lets a provider build only the new part of a request
+    without checking the rest (``agentloop_providers``' request cache). Anything that is not
+    the loop's own log (a window's slice, a repaired history, a user's list) is a plain list.
+    """
+
+    __slots__ = ()
+
+
 class LlmContext(msgspec.Struct, frozen=True, kw_only=True):
     """What a provider receives for one call: the system prompt, LLM messages and tool schemas.
 

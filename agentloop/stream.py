@@ -26,7 +26,7 @@ from ._stream import (
     ToolCallEnd as ToolCallEnd,
     ToolCallStart as ToolCallStart,
 )
-from ._types import LlmContext as LlmContext, ToolSchema as ToolSchema
+from ._types import LlmContext as LlmContext, MessageLog as MessageLog, ToolSchema as ToolSchema
 
 __all__ = [
     "Accumulator",
@@ -35,6 +35,7 @@ __all__ = [
     "ErrorEvent",
     "ExtensionBlock",
     "LlmContext",
+    "MessageLog",
     "StreamFn",
     "StreamStart",
     "TextDelta",

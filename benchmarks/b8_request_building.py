@@ -5,8 +5,11 @@ For each HTTP adapter, a conversation holding N earlier messages (N = 100, 1,000
 would: each turn appends an answer calling a tool and its result, then builds the next request
 (``payload`` and JSON encoding, no network, no signing). ``plain`` is the provider with its
 request cache off (``request_cache_bytes=0``: every message converted and encoded on every
-call, as before the cache); ``cached`` is the default provider, after one unmeasured request.
-Both see the same message objects, one pass each. The figure is the median CPU time
+call, as before the cache); ``cached`` is the default provider handed the messages as the loop
+hands them (one ``MessageLog``, appended to), after one unmeasured request; ``cached_lists``
+is the default provider handed a fresh list each turn, as a direct caller might (the cache then
+checks that the repeated messages are the ones it saw). All see the same message objects, one
+pass each. The figure is the median CPU time
 (``time.process_time``, with the garbage collector off while measuring) of a turn's build;
 the bodies of both are checked equal.
 
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 import agentloop as al
-from agentloop.stream import LlmContext, ToolSchema
+from agentloop.stream import LlmContext, MessageLog, ToolSchema
 
 from ._common import base_parser, emit_json, meta
 
@@ -152,25 +155,39 @@ def history(n: int, provider: str) -> list[al.LlmMessage]:
 def measure(
     make: Callable[[int], HttpProvider], model: al.ModelSpec, n: int, turns: int
 ) -> dict[str, Any]:
-    """Median CPU µs per turn of both providers at ``n`` earlier messages."""
+    """Median CPU µs per turn of each way of building at ``n`` earlier messages."""
     encode = msgspec.json.Encoder().encode
     options = al.StreamOptions()
     system = "You are a careful engineer."
-    messages = history(n, model.provider)
-    contexts = []
-    for t in range(turns):
-        messages = messages + _turn(1_000_000 + t, model.provider)
-        contexts.append(LlmContext(system_prompt=system, messages=messages, tools=_TOOLS))
+    earlier = history(n, model.provider)
+    added = [_turn(1_000_000 + t, model.provider) for t in range(turns)]
     times: dict[str, list[float]] = {}
     digests: dict[str, list[bytes]] = {}
     size = 0
-    # One pass per provider over the same turns (the same message objects): interleaving them
-    # turn by turn would leave each build the CPU caches and allocator the other one trashed.
-    for name, provider in (("plain", make(0)), ("cached", make(64 * 1024 * 1024))):
-        first = LlmContext(system_prompt=system, messages=contexts[0].messages[:-2])
-        encode(provider.payload(model, first, options))  # the first request fills the cache
+    cache_bytes = 0
+    # One pass per way over the same turns (the same message objects): interleaving them turn
+    # by turn would leave each build the CPU caches and allocator the other one trashed.
+    # ``plain``: the cache off. ``cached``: the loop's way, one ``MessageLog`` appended to.
+    # ``cached_lists``: a fresh list per turn (a caller of the adapter's own), so the cache
+    # checks that the repeated messages are the ones it saw.
+    for name, budget, log in (
+        ("plain", 0, False),
+        ("cached", 64 * 1024 * 1024, True),
+        ("cached_lists", 64 * 1024 * 1024, False),
+    ):
+        provider = make(budget)
+        messages: list[al.LlmMessage] = MessageLog(earlier) if log else list(earlier)
+        # The first request fills the cache.
+        encode(
+            provider.payload(model, LlmContext(system_prompt=system, messages=messages), options)
+        )
         times[name], digests[name] = [], []
-        for context in contexts:
+        for new in added:
+            if log:
+                messages.extend(new)
+            else:
+                messages = messages + new
+            context = LlmContext(system_prompt=system, messages=messages, tools=_TOOLS)
             start = time.process_time()
             body = encode(provider.payload(model, context, options))
             times[name].append(time.process_time() - start)
@@ -180,14 +197,12 @@ def measure(
         if name == "cached":
             cache = provider.request_cache
             cache_bytes = cache.nbytes if cache is not None else 0
-    if digests["plain"] != digests["cached"]:
+    if not digests["plain"] == digests["cached"] == digests["cached_lists"]:
         raise AssertionError(f"{model.provider}: a cached body differs from the plain one")
-    before = statistics.median(times["plain"]) * 1e6
-    after = statistics.median(times["cached"]) * 1e6
+    medians = {name: statistics.median(values) * 1e6 for name, values in times.items()}
     return {
-        "plain": before,
-        "cached": after,
-        "speedup": before / after if after else None,
+        **medians,
+        "speedup": medians["plain"] / medians["cached"] if medians["cached"] else None,
         "body_bytes": size,
         "cache_bytes": cache_bytes,
     }

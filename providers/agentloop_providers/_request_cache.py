@@ -26,8 +26,10 @@ one item) are settled: no later message changes them. A transcript keeps the set
 the state before the last unit, and the next request folds on from there.
 
 The body is byte for byte the body built without the cache (a property test checks every
-adapter). What remains linear in the history is C-level work: checking that the repeated
-messages are the same objects, and copying the bytes into the request.
+adapter). What remains linear in the history is C-level work: copying the bytes into the
+request, and checking that the repeated messages are the same objects — which is skipped when
+the messages are the loop's own ``MessageLog`` met again (only ever appended to, so the part
+a transcript saw is unchanged by contract).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, overload
 
 import msgspec
+
+from agentloop.stream import MessageLog
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -280,6 +284,7 @@ class _Transcript:
         "nbytes",
         "refs",
         "restart",
+        "source",
         "starts",
         "state",
         "tags",
@@ -288,6 +293,8 @@ class _Transcript:
     def __init__(self, head: tuple[Hashable, int] | None) -> None:
         self.head = head
         self.refs: list[Any] = []
+        # The ``MessageLog`` the transcript was last extended from (``None``: another list).
+        self.source: MessageLog | None = None
         self.chunks: list[msgspec.Raw] = []
         self.coalesced = 0
         self.items: list[msgspec.Raw] = []
@@ -405,7 +412,7 @@ class RequestCache:
         for transcript in self._heads.get(head, ()):
             known = len(transcript.refs)
             if known <= size and (best is None or known > len(best.refs)):
-                if all(map(_is, transcript.refs, messages)):
+                if transcript.source is messages or all(map(_is, transcript.refs, messages)):
                     best = transcript
         return best
 
@@ -428,6 +435,7 @@ class RequestCache:
         transcript.starts.extend(out.starts[:settled])
         transcript.tags.extend(out.tags[:settled])
         transcript.refs.extend(messages[known:])
+        transcript.source = messages if type(messages) is MessageLog else None
         added += _REF_COST * (len(messages) - known)
         transcript.restart = out.restart
         transcript.state = out.state

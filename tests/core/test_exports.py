@@ -137,6 +137,7 @@ SUBMODULES = {
         "ErrorEvent",
         "ExtensionBlock",
         "LlmContext",
+        "MessageLog",
         "StreamFn",
         "StreamStart",
         "TextDelta",

@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-class Note(CustomMessage, frozen=True, tag="note"):
+class Note(CustomMessage, frozen=True, tag="histories-note"):
     """An application message some adapters pass over (Anthropic's refuses it)."""
 
     text: str = ""

@@ -27,7 +27,7 @@ from agentloop import (
     ToolResultMessage,
     UserMessage,
 )
-from agentloop.stream import LlmContext, ToolSchema
+from agentloop.stream import LlmContext, MessageLog, ToolSchema
 from agentloop_providers import (
     _anthropic_request,
     _bedrock_request,
@@ -326,6 +326,39 @@ def test_each_message_is_converted_once(adapter: Adapter, monkeypatch: pytest.Mo
         model, LlmContext(system_prompt="s", messages=history, tools=_TOOLS), StreamOptions()
     )
     assert [id(m) for m in converted] == [id(history[at])]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda a: a.name)
+def test_the_loops_message_log_is_trusted_and_a_plain_list_is_checked(
+    adapter: Adapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop passes one ``MessageLog``, only appended to: met again, its messages are not
+    compared one by one, and the body is the body built from scratch. A plain list with the
+    same messages is compared (and an equal copy in it converted afresh)."""
+    checks: list[Any] = []
+
+    def counting_is(a: Any, b: Any) -> bool:
+        checks.append(a)
+        return a is b
+
+    monkeypatch.setattr(_request_cache, "_is", counting_is)
+    cached, plain = adapter.make(1 << 24), adapter.make(0)
+    model = adapter.models[0]
+    log = MessageLog()
+    for turn in range(30):
+        log.extend(_turns(1, start=turn))
+        context = LlmContext(system_prompt="s", messages=log, tools=_TOOLS)
+        assert _body(cached, model, context, StreamOptions()) == _body(
+            plain, model, context, StreamOptions()
+        )
+    assert checks == []
+    copy = list(log)
+    copy[len(copy) // 2] = equal_copy(copy[len(copy) // 2])
+    context = LlmContext(system_prompt="s", messages=copy, tools=_TOOLS)
+    assert _body(cached, model, context, StreamOptions()) == _body(
+        plain, model, context, StreamOptions()
+    )
+    assert checks
 
 
 # --------------------------------------------------------------------------- memory
