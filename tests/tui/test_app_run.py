@@ -12,7 +12,7 @@ from textual.widgets import Static
 import agentloop as al
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_tui import AgentApp, AssistantEntry, ToolEntry, UserEntry, _text_view as text_view
-from agentloop_tui._text_view import TextView
+from agentloop_tui._text_view import TextView, ThinkingView
 from agentloop_tui._widgets import AnswerView, PromptInput, ToolBlock
 
 from ._helpers import Pause, PausingModel, make_app, screen_text, settle, text_of
@@ -205,7 +205,7 @@ async def test_thinking_is_dimmed_folded_and_shown_on_demand(tmp_path: Path) -> 
         await pilot.press(*"think", "enter")
         await app.workers.wait_for_complete()
         await settle(pilot)
-        thinking = app.query_one(".thinking", Static)
+        thinking = app.query_one(".thinking", ThinkingView)
         assert "thinking (2 lines)" in text_of(thinking)
         assert thinking.styles.text_style.italic
         await pilot.press("ctrl+t")

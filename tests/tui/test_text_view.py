@@ -4,7 +4,8 @@ The benchmark (``benchmarks/bench_tui.py``) times it; here the operations whose 
 grow with the answer are counted, so the test fails if a frame's cost becomes O(answer) again:
 markdown rendered (only the blocks finished since the last frame and the open tail), lines drawn
 (only those on screen) and widgets under the answer (Textual arranges and measures every one of
-them on each layout).
+them on each layout). The same holds for the model's reasoning streamed before the answer: text
+wrapped into lines (only the paragraphs ended since the last frame and the open tail).
 """
 
 from __future__ import annotations
@@ -12,16 +13,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.content import Content
 from textual.geometry import Region
 
 import agentloop as al
-from agentloop.stream import TextDelta, TextStart
+from agentloop.stream import TextDelta, TextStart, ThinkingDelta, ThinkingEnd, ThinkingStart
 from agentloop.testing import ScriptedStream
 from agentloop_tui import _text_view
-from agentloop_tui._text_view import TextView
+from agentloop_tui._entries import ThinkingPart
+from agentloop_tui._text_view import TextView, ThinkingView
 from agentloop_tui._widgets import AnswerView
 
-from ._helpers import make_app
+from ._helpers import make_app, text_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,3 +166,102 @@ async def test_a_frame_costs_the_same_after_hundreds_of_blocks(
         assert all(c.filed <= 100 for c in late)
         _on_screen(app.conversation)
         _on_screen(app.query_one(AnswerView))
+
+
+REASONING = (
+    "The caller strips each line, so read_lines need not strip them again.\n"
+    "Check the tests before changing it; they pin the trailing newline.\n\n"
+)
+
+
+def _wrapped(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every ``Content`` wrapped into lines from now on (to draw it or to measure its height),
+    as its text: what Textual did for every text widget on the screen."""
+    log: list[str] = []
+    render_strips, get_height = Content.render_strips, Content.get_height
+
+    def rendering(self: Content, *args: Any, **kwargs: Any) -> list[Strip]:
+        log.append(self.plain)
+        return render_strips(self, *args, **kwargs)
+
+    def measuring(self: Content, *args: Any, **kwargs: Any) -> int:
+        log.append(self.plain)
+        return get_height(self, *args, **kwargs)
+
+    monkeypatch.setattr(Content, "render_strips", rendering)
+    monkeypatch.setattr(Content, "get_height", measuring)
+    return log
+
+
+async def _reasoning_frame(
+    app: AgentApp, pilot: Pilot[Any], text: str, log: list[str], *, answer: bool = False
+) -> list[str]:
+    """Stream ``text`` as reasoning (or as the answer after it) in 4-character deltas, then
+    draw one frame; returns the texts wrapped into lines."""
+    log.clear()
+    for start in range(0, len(text), 4):
+        piece = text[start : start + 4]
+        delta = TextDelta(index=1, delta=piece) if answer else ThinkingDelta(index=0, delta=piece)
+        app.view.feed(al.MessageUpdate(event=delta))
+    app.flush()
+    await pilot.pause()
+    return list(log)
+
+
+async def test_a_reasoning_frame_renders_only_its_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrapped = _wrapped(monkeypatch)
+    joined: list[int] = []
+    joining_all: Any = vars(ThinkingPart)["text"].fget
+
+    def joining(part: ThinkingPart) -> str:
+        joined.append(1)
+        return str(joining_all(part))
+
+    monkeypatch.setattr(ThinkingPart, "text", property(joining))
+    drawn: list[int] = []
+    drawing = ThinkingView.render_line
+
+    def render_line(self: ThinkingView, y: int) -> Strip:
+        drawn.append(y)
+        return drawing(self, y)
+
+    monkeypatch.setattr(ThinkingView, "render_line", render_line)
+    app = make_app(tmp_path, ScriptedStream([]), auto_collapse=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.ready.wait()
+        app.on_agent_event(al.MessageStart(message=al.AssistantMessage()))
+        app.on_agent_event(al.MessageUpdate(event=ThinkingStart(index=0)))
+        app.flush()
+        await pilot.pause()
+        await _reasoning_frame(app, pilot, REASONING * 3, wrapped)
+        (view,) = app.query(ThinkingView)
+        early = [await _reasoning_frame(app, pilot, REASONING, wrapped) for _ in range(2)]
+        await _reasoning_frame(app, pilot, REASONING * 1500, wrapped)  # 4500 lines more
+        joined.clear()
+        drawn.clear()
+        late = [await _reasoning_frame(app, pilot, REASONING, wrapped) for _ in range(2)]
+
+        assert view.size.height > 4500
+        for frame in early + late:
+            # What this frame streamed, at most: nothing before it is wrapped again.
+            assert sum(len(text) for text in frame if "strips" in text) <= len(REASONING) + 1
+            # The paragraph it ended (its lines: the blank one ends it), once, and the tail,
+            # here just the cursor.
+            assert [text for text in frame if "strips" in text] == [REASONING[:-1]]
+            assert frame.count(_text_view.CURSOR) == 1
+        assert sorted(map(len, late[-1])) == sorted(map(len, early[-1]))
+        assert joined == []  # the reasoning is never joined into one string while it streams
+        assert 0 < len(drawn) <= 2 * SIZE[1]  # only the lines on screen, in two frames
+        assert view.lines_kept < view.size.height // 10
+
+        # Once over, it folds to one line; the answer after it costs the reasoning nothing.
+        app.on_agent_event(al.MessageUpdate(event=ThinkingEnd(index=0)))
+        app.on_agent_event(al.MessageUpdate(event=TextStart(index=1)))
+        await _reasoning_frame(app, pilot, SECTION * 3, wrapped, answer=True)  # past the screen
+        lines = 3 * (3 + 2 + 1500 + 2)
+        assert view.size.height == 1 and f"thinking ({lines} lines)" in text_of(view)
+        frames = [await _reasoning_frame(app, pilot, SECTION, wrapped, answer=True) for _ in "ab"]
+        assert all("thinking (" not in text for frame in frames for text in frame)
+        assert joined == []

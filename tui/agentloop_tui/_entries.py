@@ -63,18 +63,74 @@ class TextPart:
 
 
 class ThinkingPart:
-    """The model's reasoning: shown dimmed, folded to one line once it is over."""
+    """The model's reasoning, plain text: shown dimmed, folded to one line once it is over.
+
+    Kept as an answer's markdown is, in finished blocks of whole lines (a paragraph, or
+    ``max_lines`` lines) and an open tail, so that a display draws each block once and only the
+    tail again as it grows; its lines are counted as they come, for the folded line.
+
+    Attributes:
+        blocks: the finished blocks, in order; each ends with a newline.
+        firsts: the number of the first line of each block (0 for the first).
+        size: how many characters it has.
+    """
 
     kind = "thinking"
 
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
+    def __init__(self, *, max_lines: int = 40) -> None:
+        self.max_lines = max_lines
+        self.blocks: list[str] = []
+        self.firsts: list[int] = []
+        self.size = 0
         self.done = False
         self.collapsed = False
+        self._open: list[str] = []  # complete lines of the open block, newlines kept
+        self._line: list[str] = []  # pieces of the line not yet ended by a newline
+        self._newlines = 0
+        self._raw: list[str] = []
 
     @property
     def text(self) -> str:
-        return "".join(self.pieces)
+        """All the reasoning so far (joined on demand, for copying)."""
+        if len(self._raw) > 1:
+            self._raw[:] = ["".join(self._raw)]
+        return self._raw[0] if self._raw else ""
+
+    @property
+    def tail(self) -> str:
+        """The open block: the text after the last finished block."""
+        return "".join(self._open) + "".join(self._line)
+
+    @property
+    def tail_first(self) -> int:
+        """The number of the tail's first line."""
+        return self._newlines - len(self._open)
+
+    @property
+    def lines(self) -> int:
+        """How many lines the text has, as ``str.splitlines`` counts those ended by ``\\n``."""
+        return self._newlines + (1 if self._line else 0)
+
+    def append(self, text: str) -> None:
+        """Add ``text`` to the reasoning."""
+        if not text:
+            return
+        self.size += len(text)
+        self._raw.append(text)
+        start = 0
+        while (end := text.find("\n", start)) >= 0:
+            self._line.append(text[start : end + 1])
+            line = "".join(self._line)
+            self._line.clear()
+            self._open.append(line)
+            self._newlines += 1
+            if not line.strip() or len(self._open) >= self.max_lines:
+                self.firsts.append(self._newlines - len(self._open))
+                self.blocks.append("".join(self._open))
+                self._open.clear()
+            start = end + 1
+        if start < len(text):
+            self._line.append(text[start:])
 
 
 class AssistantEntry(Entry):

@@ -207,7 +207,7 @@ class Conversation:
             answer.part(inner.index, TextPart).markdown.append(inner.delta)
         elif kind is ThinkingDelta:
             assert isinstance(inner, ThinkingDelta)
-            answer.part(inner.index, ThinkingPart).pieces.append(inner.delta)
+            answer.part(inner.index, ThinkingPart).append(inner.delta)
         elif kind is TextStart:
             assert isinstance(inner, TextStart)
             answer.part(inner.index, TextPart)
@@ -311,7 +311,7 @@ class Conversation:
             if isinstance(block, Text) and block.text:
                 answer.part(index, TextPart).markdown.append(block.text)
             elif isinstance(block, Thinking) and block.thinking:
-                answer.part(index, ThinkingPart).pieces.append(block.thinking)
+                answer.part(index, ThinkingPart).append(block.thinking)
             elif isinstance(block, ToolCall):
                 title = self.title(block.name, block.arguments)
                 entry = ToolEntry(block.id, block.name, block.arguments, title)

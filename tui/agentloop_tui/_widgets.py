@@ -1,8 +1,9 @@
 """The widgets: each shows one piece of the view model and is told when it changed.
 
-Widgets hold no state of their own beyond what they have already drawn: an answer's text
-(``TextView``, in its own module) renders each finished markdown block once and re-renders only
-the open tail, so a long answer costs the same per frame at its end as at its start.
+Widgets hold no state of their own beyond what they have already drawn: an answer's text and
+its reasoning (``TextView`` and ``ThinkingView``, in their own module) render each finished
+block once and re-render only the open tail, so a long answer costs the same per frame at its
+end as at its start.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from textual.message import Message
 from textual.widgets import Static, TextArea
 
 from ._diff import render_diff
-from ._entries import AssistantEntry, NoticeEntry, TextPart, ThinkingPart, ToolEntry, UserEntry
+from ._entries import AssistantEntry, NoticeEntry, TextPart, ToolEntry, UserEntry
 from ._tall import coarse
-from ._text_view import CODE_THEME, CURSOR, TextView
+from ._text_view import CODE_THEME, CURSOR, TextView, ThinkingView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -75,27 +76,6 @@ class NoticeView(Static, EntryView):
 
     def sync(self) -> None:
         pass
-
-
-class ThinkingView(Static):
-    """Reasoning, dimmed; one line once folded."""
-
-    def __init__(self, part: ThinkingPart, entry: AssistantEntry) -> None:
-        super().__init__("", classes="thinking", markup=False)
-        self.part = part
-        self.entry = entry
-
-    def on_mount(self) -> None:
-        self.sync()
-
-    def sync(self) -> None:
-        streaming = self.entry.streaming
-        text = self.part.text
-        if self.part.collapsed:
-            lines = len(text.splitlines()) or 1
-            self.update(f"▸ thinking ({lines} line{'s' if lines != 1 else ''}) — Ctrl+T shows it")
-        else:
-            self.update(text + (CURSOR if streaming and not self.part.done else ""))
 
 
 class AnswerView(Vertical, EntryView):
