@@ -20,8 +20,10 @@ results); these exceptions are for what the caller must handle::
     ├── SessionNotFound             (also LookupError) no session has this id
     └── UnknownModel                (also LookupError) a model string no provider resolves
 
-Provider packages hang their own errors under this tree (``agentloop_providers``: unknown
-presets and malformed wire data are ``AgentError``s too). Exception groups never come out of
+The other packages hang their own errors under this tree: ``agentloop_providers`` (unknown
+presets, malformed wire data, frames over the limit, invalid API keys, missing AWS
+credentials), ``agentloop_mcp`` (``McpError``), ``agentloop_eval`` (``EvalError``), the coding
+agent's and the terminal UI's. A test walks every public module and checks. Exception groups never come out of
 the library: where a task group is an internal detail, its one failure is raised as itself.
 """
 

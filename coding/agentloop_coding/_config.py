@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from agentloop import AgentError
+
 from ._bash import DEFAULT_ENV_ALLOW
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ ApprovalModeName = Literal["enabled", "smart", "bypassed"]
 ThinkingName = Literal["off", "minimal", "low", "medium", "high", "extra_high"]
 
 
-class ConfigError(ValueError):
+class ConfigError(AgentError, ValueError):
     """A configuration file or variable is invalid; the message says which and why."""
 
 

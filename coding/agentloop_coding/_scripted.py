@@ -25,14 +25,23 @@ from typing import Any
 
 import msgspec
 
-from agentloop import AssistantMessage, ErrorKind, ModelSpec, StopReason, Text, Thinking, ToolCall
+from agentloop import (
+    AgentError,
+    AssistantMessage,
+    ErrorKind,
+    ModelSpec,
+    StopReason,
+    Text,
+    Thinking,
+    ToolCall,
+)
 from agentloop.models import ResolvedModel, register_provider
 from agentloop.testing import ScriptedStream, reply_error
 
 __all__ = ["ScriptError", "load_script", "register_scripted"]
 
 
-class ScriptError(ValueError):
+class ScriptError(AgentError, ValueError):
     """A script file cannot be read or does not describe replies."""
 
 

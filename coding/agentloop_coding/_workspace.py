@@ -18,13 +18,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from agentloop_policies import Sandbox
 
 __all__ = ["ToolInputError", "Workspace", "describe_os_error"]
 
 
-class ToolInputError(Exception):
+class ToolInputError(AgentError):
     """The model's input cannot be used; the message tells the model what to do instead."""
 
 

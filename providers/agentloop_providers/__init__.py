@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         model_spec as model_spec,
         presets as presets,
     )
+    from ._secrets import InvalidApiKey as InvalidApiKey
     from ._sigv4 import AwsCredentials as AwsCredentials
     from ._sse import ServerSentEvent as ServerSentEvent, SSEDecoder as SSEDecoder
     from .anthropic import AnthropicProvider as AnthropicProvider
@@ -86,6 +87,7 @@ __all__ = [
     "FrameTooLarge",
     "GeminiProvider",
     "HttpProvider",
+    "InvalidApiKey",
     "MistralProvider",
     "ModelInfo",
     "NDJSONDecoder",
@@ -116,6 +118,7 @@ _WHERE: dict[str, str] = {
     "is_context_overflow": "._classify",
     "FrameTooLarge": "._frames",
     "HttpProvider": "._http",
+    "InvalidApiKey": "._secrets",
     "ProtocolError": "._http",
     "NDJSONDecoder": "._ndjson",
     "SSEDecoder": "._sse",

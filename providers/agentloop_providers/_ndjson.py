@@ -14,6 +14,8 @@ from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
+from agentloop import AgentError
+
 from ._frames import DEFAULT_MAX_EVENT_BYTES, SLICE_BYTES, FrameTooLarge, slices
 from ._secrets import excerpt
 
@@ -25,7 +27,7 @@ T = TypeVar("T")
 _UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 
-class NDJSONError(ValueError):
+class NDJSONError(AgentError, ValueError):
     """A line that is not valid JSON (or not of the expected type)."""
 
     def __init__(self, message: str, line: bytes) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -43,7 +45,7 @@ ALGORITHM = "AWS4-HMAC-SHA256"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
-class MissingCredentials(LookupError):
+class MissingCredentials(AgentError, LookupError):
     """No AWS credentials were given or found in the environment."""
 
 

@@ -14,13 +14,15 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["EditorError", "edit_prompt", "editor_command"]
 
 
-class EditorError(RuntimeError):
+class EditorError(AgentError, RuntimeError):
     """The editor could not be started or failed; the message says which and why."""
 
 
