@@ -1,0 +1,100 @@
+"""An HTTP provider serves successive event loops and backends (nothing it makes for one loop,
+such as its HTTP client and its pooled connections, is reused on the next), against a real
+server on 127.0.0.1 that keeps connections alive as the real APIs do.
+
+The server runs in a thread of its own, so each ``prompt_sync`` runs an event loop of its own.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+import pytest
+
+from agentloop import Agent, ModelSpec
+from agentloop_providers import AnthropicProvider, OpenAIChatProvider
+from tests.docs._fake_apis import ANSWER, _anthropic, _openai
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+class KeepAliveApis:
+    """Anthropic's and OpenAI's streaming endpoints, any number of requests per connection."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.requests: list[str] = []
+        self.connections = 0
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        buffered = b""
+        async with stream:
+            while True:
+                while b"\r\n\r\n" not in buffered:
+                    try:
+                        buffered += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                header, _, buffered = buffered.partition(b"\r\n\r\n")
+                lines = header.decode("latin-1").split("\r\n")
+                path = lines[0].split(" ")[1]
+                length = 0
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value.strip())
+                while len(buffered) < length:
+                    buffered += await stream.receive()
+                buffered = buffered[length:]
+                self.requests.append(path)
+                body = _anthropic() if path.endswith("/v1/messages") else _openai()
+                await stream.send(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener:
+            task_status.started()
+            await listener.serve(self.handle)
+
+
+@contextmanager
+def running_keep_alive_apis() -> Iterator[KeepAliveApis]:
+    apis = KeepAliveApis()
+    with anyio.from_thread.start_blocking_portal() as portal:
+        future, _ = portal.start_task(apis.serve)
+        try:
+            yield apis
+        finally:
+            future.cancel()
+
+
+@pytest.mark.parametrize("provider_name", ["anthropic", "openai"])
+def test_one_provider_serves_trio_then_asyncio_then_trio(provider_name: str) -> None:
+    with running_keep_alive_apis() as apis:
+        base = f"http://127.0.0.1:{apis.port}"
+        if provider_name == "anthropic":
+            provider: AnthropicProvider | OpenAIChatProvider = AnthropicProvider(
+                api_key="sk-ant-test", base_url=base
+            )
+        else:
+            provider = OpenAIChatProvider(api_key="sk-test", base_url=f"{base}/v1")
+        agent = Agent(model=ModelSpec(provider=provider_name, model_id="m"), stream_fn=provider)
+        answers = [
+            agent.prompt_sync(prompt, backend=backend)
+            for prompt, backend in [("one", "trio"), ("two", "asyncio"), ("three", "trio")]
+        ]
+        assert [a.text for a in answers] == [ANSWER] * 3, [a.final_message for a in answers]
+        assert len(apis.requests) == 3
+        # Each loop had a client (and a connection) of its own.
+        assert apis.connections == 3
