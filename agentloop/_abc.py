@@ -247,9 +247,14 @@ class PreDispatchPolicy(Protocol):
 
 
 class PostTurnPolicy(Protocol):
-    """At the end of each turn: ``Continue``, ``Stop``, ``Inject`` or ``Replace`` tool results."""
+    """At the end of each turn: ``Continue``, ``Stop``, ``Inject`` or ``Replace`` tool results.
 
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
+    ``evaluate`` may answer with an awaitable verdict instead, for heavy work it does in a
+    worker thread (``PiiRedactor`` does for large results): the loop awaits it, so the event
+    loop keeps running meanwhile, and an abort cancels the wait at once.
+    """
+
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict | Awaitable[PolicyVerdict]: ...
 
 
 class PostLoopPolicy(Protocol):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -247,11 +247,22 @@ class _Run:
         try:
             return policy.evaluate(ctx)
         except Exception as exc:
-            name = self.policy_name(policy)
-            if getattr(policy, "fail_open", False):
-                log.exception("%s policy %r raised; it fails open", slot, name)
-                return default
-            raise HookFailed.wrap(f"{slot} policy {name!r}", exc) from exc
+            return self._policy_failed(policy, exc, default, slot)
+
+    async def settle(self, verdict: Awaitable[Any], policy: Any, default: Any, slot: str) -> Any:
+        """Await the verdict of a policy that answered with an awaitable (heavy work, done in a
+        worker thread); it fails as ``evaluate`` says."""
+        try:
+            return await verdict
+        except Exception as exc:
+            return self._policy_failed(policy, exc, default, slot)
+
+    def _policy_failed(self, policy: Any, exc: Exception, default: Any, slot: str) -> Any:
+        name = self.policy_name(policy)
+        if getattr(policy, "fail_open", False):
+            log.exception("%s policy %r raised; it fails open", slot, name)
+            return default
+        raise HookFailed.wrap(f"{slot} policy {name!r}", exc) from exc
 
     def policy_context(
         self,

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
@@ -288,7 +289,7 @@ def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
     return msgspec.structs.replace(message, content=content) if changed else message
 
 
-def _post_turn(
+async def _post_turn(
     run: _Run, message: AssistantMessage | None, results: list[ToolResultMessage]
 ) -> list[ToolResultMessage]:
     """Run the post-turn policies; returns the (possibly replaced) tool results."""
@@ -298,6 +299,8 @@ def _post_turn(
     ctx = run.policy_context(message, results)
     for policy in policies:
         verdict = run.evaluate(policy, ctx, None, "post-turn")
+        if isawaitable(verdict):  # heavy work, off the event loop
+            verdict = await run.settle(verdict, policy, None, "post-turn")
         kind = type(verdict)
         if kind is Replace:
             assert isinstance(verdict, Replace)
@@ -376,7 +379,7 @@ async def _turn_body(run: _Run) -> bool:
     stop_reason = message.stop_reason
 
     if stop_reason is StopReason.ERROR or stop_reason is StopReason.ABORTED:
-        _post_turn(run, message, [])
+        await _post_turn(run, message, [])
         run.end_with(message)
         reason = TurnEndReason.ERROR if stop_reason is StopReason.ERROR else TurnEndReason.ABORTED
         run.end_turn(reason, message)
@@ -385,7 +388,7 @@ async def _turn_body(run: _Run) -> bool:
     run.answer_stopped(stop_reason)
     calls = message.tool_calls
     if not calls:
-        _post_turn(run, message, [])
+        await _post_turn(run, message, [])
         run.end_turn(TurnEndReason.COMPLETE, message)
         return False
 
@@ -400,7 +403,7 @@ async def _turn_body(run: _Run) -> bool:
     if batch.stopped is None:
         await batch.execute(ready)
     results = batch.results()
-    results = _post_turn(run, message, results)
+    results = await _post_turn(run, message, results)
     run.finish_batch()
     for result in results:
         run.commit(result)

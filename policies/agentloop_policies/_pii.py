@@ -26,9 +26,10 @@ What is recognised, in this order (each kind replaced by ``[REDACTED:<kind>]``):
 Cost: linear in the length of the text, whatever it holds; the key-ish names and JSON Web
 Tokens are found by small scanners rather than by patterns that backtrack. A megabyte of text
 built to be slow (hyphen runs, UUID chains, digit groups) takes 0.1 to 0.5 s on a CI machine.
-Policies are synchronous and run on the event loop's thread, so that time is time the loop
-waits: an abort or a steering message sent meanwhile lands as soon as the pass ends. Keep tool
-outputs bounded (the loop's tools usually cut theirs) if they can reach many megabytes.
+Results holding more than ``in_thread_above`` characters of text (64 KiB by default) are
+redacted in a worker thread, so the event loop runs on meanwhile and an abort lands at once
+(the abandoned pass finishes in its thread and is dropped); smaller ones, a millisecond or so
+of work, on the loop's thread.
 
 Known limits: these are patterns, not understanding. A bare run of digits is not a phone number
 here; names, postal addresses and national identity numbers are not recognised; a random
@@ -42,11 +43,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import anyio
+import anyio.to_thread
+
 from agentloop import Text, ToolResultMessage
 from agentloop.policy import CONTINUE, PolicyVerdict, Replace
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from agentloop import ContentBlock
     from agentloop.policy import PolicyContext
@@ -244,9 +248,11 @@ class PiiRedactor:
         secrets: whether to redact key-like secrets and tokens (default: yes).
         extra: more patterns, by kind name; each match is replaced whole.
         replacement: the text put in place of a match; ``{kind}`` names what was removed.
+        in_thread_above: tool results holding more text than this (characters) are redacted
+            in a worker thread, so the event loop runs on meanwhile (default 64 KiB).
     """
 
-    __slots__ = ("_steps", "replacement")
+    __slots__ = ("_steps", "in_thread_above", "replacement")
 
     def __init__(
         self,
@@ -257,8 +263,10 @@ class PiiRedactor:
         secrets: bool = True,
         extra: Mapping[str, str | re.Pattern[str]] | None = None,
         replacement: str = "[REDACTED:{kind}]",
+        in_thread_above: int = 64 * 1024,
     ) -> None:
         self.replacement = replacement
+        self.in_thread_above = in_thread_above
         steps: list[Callable[[str], str]] = []
         for kind, pattern in (extra or {}).items():
             steps.append(self._whole(re.compile(pattern), kind))
@@ -296,14 +304,28 @@ class PiiRedactor:
             text = step(text)
         return text
 
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
-        """Replace the turn's tool results with redacted ones when anything was found."""
-        if not ctx.tool_results:
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict | Awaitable[PolicyVerdict]:
+        """Replace the turn's tool results with redacted ones when anything was found.
+
+        Past ``in_thread_above`` characters of text the verdict is an awaitable: the pass runs
+        in a worker thread (an abort abandons it; its result is then dropped).
+        """
+        results = ctx.tool_results
+        if not results:
             return CONTINUE
-        replaced = rewrite_results(ctx.tool_results, self.redact)
+        size = sum(len(b.text) for r in results for b in r.content if type(b) is Text)
+        if size > self.in_thread_above:
+            return self._in_thread(results)
+        return self._verdict(results)
+
+    def _verdict(self, results: Sequence[ToolResultMessage]) -> PolicyVerdict:
+        replaced = rewrite_results(results, self.redact)
         if replaced is None:
             return CONTINUE
         return Replace(tool_results=replaced)
+
+    async def _in_thread(self, results: Sequence[ToolResultMessage]) -> PolicyVerdict:
+        return await anyio.to_thread.run_sync(self._verdict, results, abandon_on_cancel=True)
 
     def __repr__(self) -> str:
         return f"PiiRedactor({len(self._steps)} patterns)"

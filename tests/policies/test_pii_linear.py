@@ -210,3 +210,49 @@ async def test_an_abort_sent_around_a_heavy_redaction_lands_promptly() -> None:
     ended = time.monotonic()
     assert result.stop_reason is StopReason.ABORTED
     assert ended - sent[0] < 2.0
+
+
+@pytest.mark.anyio
+async def test_a_large_redaction_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``PiiRedactor.in_thread_above`` characters the pass runs in a worker thread: the
+    redaction waits for a task on the event loop to run, which it could never do on the loop's
+    own thread (it would wait out its 10 s and find the flag unset)."""
+    loop_ran = threading.Event()
+    threads: list[int] = []
+    redact = PiiRedactor.redact
+
+    def waiting_redact(self: PiiRedactor, text: str) -> str:
+        threads.append(threading.get_ident())
+        loop_ran.wait(10)
+        return redact(self, text)
+
+    monkeypatch.setattr(PiiRedactor, "redact", waiting_redact)
+    stream = ScriptedStream([reply_tool_calls(("dump", {})), reply_text("done")])
+    agent = Agent(
+        model=MODEL,
+        stream_fn=stream,
+        tools=[Recorder("dump", reply="mail bob@example.com " + "x" * 70_000)],
+        post_turn_policies=[PiiRedactor()],
+    )
+
+    async def tick_while_redacting() -> None:
+        while not threads:
+            await anyio.sleep(0.001)  # polls for the redaction to begin: nothing to wait on
+        loop_ran.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick_while_redacting)
+        with anyio.fail_after(60):
+            result = await agent.prompt("go")
+    assert loop_ran.is_set()
+    assert threads and threads[0] != threading.get_ident()
+    assert result.stop_reason is StopReason.STOP
+    seen = msgspec.json.encode(stream.calls[1].context.messages).decode()
+    assert "bob@example.com" not in seen and "[REDACTED:email]" in seen
+
+
+def test_a_small_redaction_answers_at_once() -> None:
+    """Below the threshold ``evaluate`` returns the verdict itself (no thread, no awaitable)."""
+    policy = PiiRedactor()
+    assert policy.in_thread_above == 64 * 1024
+    assert policy.redact("mail bob@example.com") == "mail [REDACTED:email]"
