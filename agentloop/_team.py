@@ -41,7 +41,8 @@ class TeamResult:
         agent: the name of the agent that finished.
         chain: every agent that held the conversation, in order.
         results: each leg's ``AgentResult``, in order.
-        messages: the whole conversation.
+        messages: the conversation as the last agent had it (after any ``input_filter``: the
+            earlier agents' own messages are in ``results``).
         usage: summed over every leg.
         cost: summed over every leg.
     """
