@@ -60,8 +60,6 @@ PRINTS = {
         "'gen_ai.client.operation.time_to_first_chunk', 'gen_ai.client.token.usage'",
         '"content":"Say hello."',
         "lookup({'term': 'puppy'}) ok",
-        '"name": "invoke_agent greeter"',
-        '"name": "gen_ai.client.operation.duration"',
     ],
     "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
     "docs/temporal.md": ["AgentStart\nTurnStart", "ToolExecutionEnd", "AgentEnd\n2 + 3 = 5"],
