@@ -6,7 +6,7 @@ carry it. A crash during a call is told twice: here, and in that call's error re
 ``details`` hold the reason, so the agent's own events show it too.
 
 The callback is called on the event loop's thread; it must not block. An exception it raises is
-logged and ignored. Every event is also logged on the ``agentloop_mcp`` logger.
+logged and ignored. Every event is also logged on the ``agentloop.mcp`` logger.
 """
 
 from __future__ import annotations

@@ -3,14 +3,16 @@ an empty directory, as the docs' own runner does), and prints what the page says
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pytest
 
 import agentloop_mcp as mcp
 
-if TYPE_CHECKING:
-    import pytest
+from ._helpers import stdio_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "mcp.md"
@@ -38,3 +40,17 @@ def test_the_page_runs_and_prints_what_it_says(
 
 def test_the_page_shows_the_demo_server_as_it_ships() -> None:
     assert blocks("python")[0] == DEMO.read_text()
+
+
+@pytest.mark.anyio
+async def test_events_are_logged_on_the_logger_the_page_names(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (named,) = re.findall(r"logged on the `([\w.]+)` logger", PAGE.read_text())
+    events: list[mcp.McpEvent] = []
+    with caplog.at_level(logging.INFO, logger=named):
+        async with mcp.open_toolset(stdio_spec(), on_event=events.append):
+            pass
+    assert [type(e) for e in events] == [mcp.ServerConnected, mcp.ServerClosed]
+    logged = [r.getMessage() for r in caplog.records if r.name == named]
+    assert logged == [f"MCP {e}" for e in events]

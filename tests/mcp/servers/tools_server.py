@@ -7,6 +7,8 @@
 
 ``MARKER_DIR`` in the environment, if set, is where ``read_twice`` keeps its state and where
 the server refuses to start again when a file ``refuse_start`` is there (to make restarts fail).
+``HEADERS_LOG``, if set, names a file where the HTTP server appends each request's method and
+headers as a line of JSON, before the request is handled.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if MARKERS is not None and (MARKERS / "refuse_start").exists():
     sys.exit(3)  # before the imports: a refused restart costs no more than starting Python
 
 import base64
+import json
 import socket
 
 import anyio
@@ -133,12 +136,30 @@ class HangOnDelete:
         await self.app(scope, receive, send)
 
 
+class RecordHeaders:
+    """ASGI middleware: appends each HTTP request's method and headers to a JSON-lines file."""
+
+    def __init__(self, app: Any, path: str) -> None:
+        self.app = app
+        self.path = anyio.Path(path)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            line = json.dumps({"method": scope["method"], "headers": headers})
+            async with await self.path.open("a") as log:
+                await log.write(line + "\n")
+        await self.app(scope, receive, send)
+
+
 def serve_http(port: int) -> None:
     import uvicorn
 
     app: Any = mcp.streamable_http_app(host="127.0.0.1")
     if os.environ.get("HANG_ON_DELETE"):
         app = HangOnDelete(app)
+    if os.environ.get("HEADERS_LOG"):
+        app = RecordHeaders(app, os.environ["HEADERS_LOG"])
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
