@@ -186,6 +186,8 @@ class TemporalAgent:
             ``RunInput``.
         id_prefix: what the workflow id starts with.
         task_timeout: seconds a workflow task may take before Temporal retries it elsewhere.
+        workflow: the workflow type runs start: ``agentloop.run`` (``AgentWorkflow``), or the
+            name an ``AgentWorkflow`` subclass is registered under.
     """
 
     def __init__(
@@ -212,6 +214,7 @@ class TemporalAgent:
         agent_name: str = "agent",
         id_prefix: str = "agentloop-",
         task_timeout: float | None = None,
+        workflow: str = WORKFLOW_NAME,
     ) -> None:
         self.client = client
         self.conversation_id = conversation_id
@@ -221,6 +224,7 @@ class TemporalAgent:
         self.workflow_id = workflow_id_for(conversation_id, prefix=id_prefix)
         self._events = events
         self._task_timeout = task_timeout
+        self._workflow = workflow
         options = stream_options or StreamOptions()
         self._input = RunInput(
             conversation_id=conversation_id,
@@ -287,7 +291,7 @@ class TemporalAgent:
         )
         try:
             handle = await self.client.start_workflow(
-                WORKFLOW_NAME,
+                self._workflow,
                 to_payload(run),
                 id=self.workflow_id,
                 task_queue=self.task_queue,

@@ -18,6 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, cast
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import msgspec
 import pytest
@@ -215,15 +216,19 @@ async def test_an_abort_sent_around_a_heavy_redaction_lands_promptly() -> None:
 @pytest.mark.anyio
 async def test_a_large_redaction_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``PiiRedactor.in_thread_above`` characters the pass runs in a worker thread: the
-    redaction waits for a task on the event loop to run, which it could never do on the loop's
-    own thread (it would wait out its 10 s and find the flag unset)."""
+    redaction tells a task on the event loop it began and waits for that task to answer, which
+    it could never do on the loop's own thread."""
+    began = anyio.Event()
     loop_ran = threading.Event()
+    loop_thread = threading.get_ident()
     threads: list[int] = []
     redact = PiiRedactor.redact
 
     def waiting_redact(self: PiiRedactor, text: str) -> str:
         threads.append(threading.get_ident())
-        loop_ran.wait(10)
+        if threads[-1] != loop_thread:  # on the loop's thread this would wait for itself
+            anyio.from_thread.run_sync(began.set)
+            loop_ran.wait(10)
         return redact(self, text)
 
     monkeypatch.setattr(PiiRedactor, "redact", waiting_redact)
@@ -235,17 +240,17 @@ async def test_a_large_redaction_runs_off_the_event_loop(monkeypatch: pytest.Mon
         post_turn_policies=[PiiRedactor()],
     )
 
-    async def tick_while_redacting() -> None:
-        while not threads:
-            await anyio.sleep(0.001)  # polls for the redaction to begin: nothing to wait on
+    async def answer_the_redaction() -> None:
+        await began.wait()
         loop_ran.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(tick_while_redacting)
+        tg.start_soon(answer_the_redaction)
         with anyio.fail_after(60):
             result = await agent.prompt("go")
+        tg.cancel_scope.cancel()
+    assert threads and threads[0] != loop_thread
     assert loop_ran.is_set()
-    assert threads and threads[0] != threading.get_ident()
     assert result.stop_reason is StopReason.STOP
     seen = msgspec.json.encode(stream.calls[1].context.messages).decode()
     assert "bob@example.com" not in seen and "[REDACTED:email]" in seen

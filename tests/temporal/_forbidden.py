@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
-from agentloop_temporal import WORKFLOW_NAME, AgentWorkflow
+from agentloop_temporal import AgentWorkflow
+
+NAME = "test.forbidden"
+"""The name the workflow is registered under (``TemporalAgent(workflow=NAME)`` starts it)."""
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,7 +41,7 @@ FORBIDDEN: dict[str, Callable[[], object]] = {
 }
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=NAME)
 class ForbiddenCallWorkflow(AgentWorkflow):
     """The agent workflow, calling ``FORBIDDEN[...]`` where its ``agent_name`` says."""
 

@@ -28,7 +28,7 @@ from agentloop import ErrorKind, StopReason
 from agentloop.testing import ScriptedStream, reply_text
 from agentloop_temporal import TemporalAgent, create_worker
 
-from ._forbidden import ForbiddenCallWorkflow
+from ._forbidden import NAME, ForbiddenCallWorkflow
 from ._support import MODEL, connect, new_queue
 
 if TYPE_CHECKING:
@@ -60,7 +60,12 @@ def sandboxed_worker(client: Client, queue: str, model: ScriptedStream) -> Worke
 
 def agent(client: Client, queue: str, name: str) -> TemporalAgent:
     return TemporalAgent(
-        client, conversation_id=uuid.uuid4().hex, task_queue=queue, model=MODEL, agent_name=name
+        client,
+        conversation_id=uuid.uuid4().hex,
+        task_queue=queue,
+        model=MODEL,
+        agent_name=name,
+        workflow=NAME,  # the subclass, under its own name
     )
 
 
