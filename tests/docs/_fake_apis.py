@@ -19,7 +19,7 @@ import anyio.from_thread
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["ANSWER", "FakeApis", "running_fake_apis"]
+__all__ = ["ANSWER", "FakeApis", "anthropic_body", "openai_body", "running_fake_apis"]
 
 ANSWER = "Hello from the fake API."
 
@@ -32,7 +32,7 @@ def _sse(events: list[tuple[str | None, dict[str, object] | str]]) -> bytes:
     return "".join(out).encode()
 
 
-def _anthropic() -> bytes:
+def anthropic_body() -> bytes:
     return _sse(
         [
             (
@@ -80,7 +80,7 @@ def _anthropic() -> bytes:
     )
 
 
-def _openai() -> bytes:
+def openai_body() -> bytes:
     chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake"}
     return _sse(
         [
@@ -144,9 +144,9 @@ class FakeApis:
                 rest += await stream.receive()
             self.requests.append(path)
             if path.endswith("/v1/messages"):
-                body, status = _anthropic(), 200
+                body, status = anthropic_body(), 200
             elif path.endswith("/chat/completions"):
-                body, status = _openai(), 200
+                body, status = openai_body(), 200
             else:
                 body, status = b'{"error": {"message": "unknown endpoint"}}', 404
             kind = "text/event-stream" if status == 200 else "application/json"
@@ -165,8 +165,9 @@ class FakeApis:
 
 
 @contextmanager
-def running_fake_apis() -> Iterator[FakeApis]:
-    apis = FakeApis()
+def running_fake_apis(apis: FakeApis | None = None) -> Iterator[FakeApis]:
+    """``apis`` (a new ``FakeApis`` by default) serving on 127.0.0.1 in a thread of its own."""
+    apis = apis or FakeApis()
     with anyio.from_thread.start_blocking_portal() as portal:
         future, _ = portal.start_task(apis.serve)
         try:

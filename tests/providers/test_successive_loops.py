@@ -7,28 +7,26 @@ The server runs in a thread of its own, so each ``prompt_sync`` runs an event lo
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
 import anyio
 import anyio.abc
-import anyio.from_thread
 import pytest
 
 from agentloop import Agent, ModelSpec
 from agentloop_providers import AnthropicProvider, OpenAIChatProvider
-from tests.docs._fake_apis import ANSWER, _anthropic, _openai
+from tests.docs._fake_apis import (
+    ANSWER,
+    FakeApis,
+    anthropic_body,
+    openai_body,
+    running_fake_apis,
+)
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
-
-class KeepAliveApis:
-    """Anthropic's and OpenAI's streaming endpoints, any number of requests per connection."""
+class KeepAliveApis(FakeApis):
+    """The same endpoints, any number of requests per connection (as the real APIs keep them)."""
 
     def __init__(self) -> None:
-        self.port = 0
-        self.requests: list[str] = []
+        super().__init__()
         self.connections = 0
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
@@ -53,35 +51,18 @@ class KeepAliveApis:
                     buffered += await stream.receive()
                 buffered = buffered[length:]
                 self.requests.append(path)
-                body = _anthropic() if path.endswith("/v1/messages") else _openai()
+                body = anthropic_body() if path.endswith("/v1/messages") else openai_body()
                 await stream.send(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                     + f"content-length: {len(body)}\r\n\r\n".encode()
                     + body
                 )
 
-    async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        async with listener:
-            task_status.started()
-            await listener.serve(self.handle)
-
-
-@contextmanager
-def running_keep_alive_apis() -> Iterator[KeepAliveApis]:
-    apis = KeepAliveApis()
-    with anyio.from_thread.start_blocking_portal() as portal:
-        future, _ = portal.start_task(apis.serve)
-        try:
-            yield apis
-        finally:
-            future.cancel()
-
 
 @pytest.mark.parametrize("provider_name", ["anthropic", "openai"])
 def test_one_provider_serves_trio_then_asyncio_then_trio(provider_name: str) -> None:
-    with running_keep_alive_apis() as apis:
+    apis = KeepAliveApis()
+    with running_fake_apis(apis):
         base = f"http://127.0.0.1:{apis.port}"
         if provider_name == "anthropic":
             provider: AnthropicProvider | OpenAIChatProvider = AnthropicProvider(
