@@ -10,9 +10,11 @@ wrapped into lines (only the paragraphs ended since the last frame and the open 
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given, strategies as st
 from textual.content import Content
 from textual.geometry import Region
 
@@ -265,3 +267,22 @@ async def test_a_reasoning_frame_renders_only_its_tail(
         frames = [await _reasoning_frame(app, pilot, SECTION, wrapped, answer=True) for _ in "ab"]
         assert all("thinking (" not in text for frame in frames for text in frame)
         assert joined == []
+
+
+@given(
+    text=st.text(alphabet="ab \n", max_size=300),
+    cuts=st.lists(st.integers(0, 300), max_size=20),
+    max_lines=st.integers(1, 5),
+)
+def test_reasoning_split_into_blocks_keeps_the_text_and_its_lines(
+    text: str, cuts: list[int], max_lines: int
+) -> None:
+    part = ThinkingPart(max_lines=max_lines)
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    for start, end in itertools.pairwise(bounds):
+        part.append(text[start:end])
+    assert part.text == "".join(part.blocks) + part.tail == text
+    assert part.lines == len(text.splitlines())
+    assert part.size == len(text)
+    firsts = [sum(b.count("\n") for b in part.blocks[:i]) for i in range(len(part.blocks))]
+    assert part.firsts == firsts

@@ -87,14 +87,12 @@ class ThinkingPart:
         self._open: list[str] = []  # complete lines of the open block, newlines kept
         self._line: list[str] = []  # pieces of the line not yet ended by a newline
         self._newlines = 0
-        self._raw: list[str] = []
 
     @property
     def text(self) -> str:
-        """All the reasoning so far (joined on demand, for copying)."""
-        if len(self._raw) > 1:
-            self._raw[:] = ["".join(self._raw)]
-        return self._raw[0] if self._raw else ""
+        """All the reasoning so far (joined on demand, for copying): the blocks hold it as it
+        came, so nothing else keeps a second copy."""
+        return "".join(self.blocks) + self.tail
 
     @property
     def tail(self) -> str:
@@ -116,7 +114,6 @@ class ThinkingPart:
         if not text:
             return
         self.size += len(text)
-        self._raw.append(text)
         start = 0
         while (end := text.find("\n", start)) >= 0:
             self._line.append(text[start : end + 1])
