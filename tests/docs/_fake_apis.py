@@ -106,9 +106,14 @@ def openai_body() -> bytes:
 
 
 class FakeApis:
-    def __init__(self) -> None:
+    """The fake APIs; with ``keep_alive`` a connection serves any number of requests (as the
+    real APIs' do), otherwise each is closed after its answer."""
+
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
         self.port = 0
         self.requests: list[str] = []
+        self.connections = 0
 
     def environment(self) -> dict[str, str]:
         base = f"http://127.0.0.1:{self.port}"
@@ -125,36 +130,43 @@ class FakeApis:
         }
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        buffered = b""
         async with stream:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = await stream.receive()
-                if not chunk:
+            while True:
+                while b"\r\n\r\n" not in buffered:
+                    try:
+                        chunk = await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                    buffered += chunk
+                header, _, buffered = buffered.partition(b"\r\n\r\n")
+                lines = header.decode("latin-1").split("\r\n")
+                path = lines[0].split(" ")[1]
+                length = 0
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value.strip())
+                while len(buffered) < length:
+                    buffered += await stream.receive()
+                buffered = buffered[length:]
+                self.requests.append(path)
+                if path.endswith("/v1/messages"):
+                    body, status = anthropic_body(), 200
+                elif path.endswith("/chat/completions"):
+                    body, status = openai_body(), 200
+                else:
+                    body, status = b'{"error": {"message": "unknown endpoint"}}', 404
+                kind = "text/event-stream" if status == 200 else "application/json"
+                close = "" if self.keep_alive else "connection: close\r\n"
+                await stream.send(
+                    f"HTTP/1.1 {status} OK\r\ncontent-type: {kind}\r\n"
+                    f"content-length: {len(body)}\r\n{close}\r\n".encode()
+                    + body
+                )
+                if not self.keep_alive:
                     return
-                head += chunk
-            header, _, rest = head.partition(b"\r\n\r\n")
-            lines = header.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
-            while len(rest) < length:
-                rest += await stream.receive()
-            self.requests.append(path)
-            if path.endswith("/v1/messages"):
-                body, status = anthropic_body(), 200
-            elif path.endswith("/chat/completions"):
-                body, status = openai_body(), 200
-            else:
-                body, status = b'{"error": {"message": "unknown endpoint"}}', 404
-            kind = "text/event-stream" if status == 200 else "application/json"
-            response = (
-                f"HTTP/1.1 {status} OK\r\ncontent-type: {kind}\r\n"
-                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-            ).encode() + body
-            await stream.send(response)
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)

@@ -7,61 +7,16 @@ The server runs in a thread of its own, so each ``prompt_sync`` runs an event lo
 
 from __future__ import annotations
 
-import anyio
-import anyio.abc
 import pytest
 
 from agentloop import Agent, ModelSpec
 from agentloop_providers import AnthropicProvider, OpenAIChatProvider
-from tests.docs._fake_apis import (
-    ANSWER,
-    FakeApis,
-    anthropic_body,
-    openai_body,
-    running_fake_apis,
-)
-
-
-class KeepAliveApis(FakeApis):
-    """The same endpoints, any number of requests per connection (as the real APIs keep them)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.connections = 0
-
-    async def handle(self, stream: anyio.abc.SocketStream) -> None:
-        self.connections += 1
-        buffered = b""
-        async with stream:
-            while True:
-                while b"\r\n\r\n" not in buffered:
-                    try:
-                        buffered += await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        return
-                header, _, buffered = buffered.partition(b"\r\n\r\n")
-                lines = header.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                length = 0
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value.strip())
-                while len(buffered) < length:
-                    buffered += await stream.receive()
-                buffered = buffered[length:]
-                self.requests.append(path)
-                body = anthropic_body() if path.endswith("/v1/messages") else openai_body()
-                await stream.send(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    + f"content-length: {len(body)}\r\n\r\n".encode()
-                    + body
-                )
+from tests.docs._fake_apis import ANSWER, FakeApis, running_fake_apis
 
 
 @pytest.mark.parametrize("provider_name", ["anthropic", "openai"])
 def test_one_provider_serves_trio_then_asyncio_then_trio(provider_name: str) -> None:
-    apis = KeepAliveApis()
+    apis = FakeApis(keep_alive=True)
     with running_fake_apis(apis):
         base = f"http://127.0.0.1:{apis.port}"
         if provider_name == "anthropic":
