@@ -20,7 +20,7 @@ import msgspec
 
 from ._agent_checkpoint import AgentCheckpoints, Checkpoint, PauseAtTurnEnd
 from ._agent_compat import AgentCompat
-from ._agent_queues import AgentQueues, QueueMode
+from ._agent_queues import AgentQueues, QueueMode, QueuePoll
 from ._agent_run import AgentRunner, AgentStream, ensure_no_event_loop
 from ._agent_subscribers import AgentSubscribers
 from ._config import AgentLoopConfig, default_convert_to_llm
@@ -324,8 +324,8 @@ class Agent(
             transform_context=self.transform_context,
             async_transform_context=self.async_transform_context,
             get_api_key=self.get_api_key,
-            get_steering_messages=self._poll_steering,
-            get_follow_up_messages=self._poll_follow_up,
+            get_steering_messages=QueuePoll(self, steering=True),
+            get_follow_up_messages=QueuePoll(self, steering=False),
             pre_turn_policies=[*self.pre_turn_policies, *extra_pre_turn],
             pre_dispatch_policies=self.pre_dispatch_policies,
             post_turn_policies=[*self.post_turn_policies, *extra_post_turn, self._pauser],

@@ -14,7 +14,7 @@ from ._types import AgentMessage, UserMessage
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["AgentQueues", "QueueMode"]
+__all__ = ["AgentQueues", "QueueMode", "QueuePoll"]
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 
@@ -79,11 +79,28 @@ class AgentQueues:
                 return taken
             return [queue.pop(0)]
 
-    # The loop checks for cancellation just before it polls, so a run being cancelled never
-    # takes a message it will not send.
 
-    async def _poll_steering(self) -> list[AgentMessage]:
-        return self._take(self._steering, self.steering_mode)
+class QueuePoll:
+    """One of an agent's queues as a run's polling hook (``get_steering_messages`` or
+    ``get_follow_up_messages``).
 
-    async def _poll_follow_up(self) -> list[AgentMessage]:
-        return self._take(self._follow_up, self.follow_up_mode)
+    The loop checks for cancellation just before it polls, so a run being cancelled never takes
+    a message it will not send. ``has_messages`` lets it skip both, check and poll, while the
+    queue is empty: the common case, after every tool call and every turn.
+    """
+
+    __slots__ = ("_agent", "_steering")
+
+    def __init__(self, agent: AgentQueues, *, steering: bool) -> None:
+        self._agent = agent
+        self._steering = steering
+
+    def has_messages(self) -> bool:
+        agent = self._agent
+        return bool(agent._steering if self._steering else agent._follow_up)
+
+    async def __call__(self) -> list[AgentMessage]:
+        agent = self._agent
+        if self._steering:
+            return agent._take(agent._steering, agent.steering_mode)
+        return agent._take(agent._follow_up, agent.follow_up_mode)

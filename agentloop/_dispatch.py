@@ -65,11 +65,12 @@ class _Slot:
     __slots__ = (
         "arguments",
         "call",
+        "cancelled",
         "context",
         "ended",
         "result",
-        "scope",
         "started",
+        "task",
         "tool",
         "validated",
     )
@@ -80,7 +81,8 @@ class _Slot:
         self.arguments: Any = call.arguments
         self.validated: Any = None
         self.result: AgentToolResult | None = None
-        self.scope: anyio.CancelScope | None = None
+        self.task: anyio.TaskHandle[None] | None = None  # its task, once started
+        self.cancelled = False  # by steering
         self.context: ToolContext[Any] | None = None
         self.started = False
         self.ended = False
@@ -377,8 +379,7 @@ class Batch:
                 async with anyio.create_task_group() as tg:
                     self._group = tg.cancel_scope
                     for slot in group:
-                        slot.scope = anyio.CancelScope()
-                        tg.start_soon(self._run_call, slot, limiter)
+                        slot.task = tg.start_soon(self._run_call, slot, limiter)
             except BaseExceptionGroup as group_error:
                 # Children keep their failures; this is a bug's last line of defence.
                 raise single_exception(group_error) from None
@@ -408,20 +409,23 @@ class Batch:
         return groups
 
     async def _run_call(self, slot: _Slot, limiter: anyio.CapacityLimiter | None) -> None:
-        scope = slot.scope
-        assert scope is not None
-        with scope:
-            if limiter is not None:
-                async with limiter:
-                    await self._execute(slot)
-            else:
+        # The call's own task, inside the cancel scope of its task handle (``slot.task``):
+        # cancelling the handle cancels this call alone. A call cancelled that way ends here
+        # if its tool still returned, else when the group is left (``resolve_unfinished``).
+        if limiter is not None:
+            async with limiter:
                 await self._execute(slot)
+        else:
+            await self._execute(slot)
         if not slot.ended:
-            if slot.result is None or scope.cancel_called:
+            if slot.result is None or slot.cancelled:
                 # Cancelled by steering before it finished (or before it started).
                 self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
             else:
                 self._end(slot, slot.result)
+        has_steering = self.run.has_steering
+        if has_steering is not None and not has_steering():
+            return  # the agent's queue is empty: nothing to poll
         try:
             await self._poll_steering()
         except anyio.get_cancelled_exc_class():
@@ -498,16 +502,12 @@ class Batch:
             if hook is not None:
                 assert info is not None
                 info.result = slot.result
-                info.interrupted = (
-                    failure is not None and slot.scope is not None and (slot.scope.cancel_called)
-                )
+                info.interrupted = failure is not None and slot.cancelled
                 hook.exit(failure)
 
     async def _poll_steering(self) -> None:
         poll = self.run.config.get_steering_messages
-        if poll is None:
-            return
-        if self.interrupted:
+        if poll is None or self.interrupted:
             return
         await anyio.lowlevel.checkpoint_if_cancelled()
         messages = list(await poll())
@@ -521,8 +521,9 @@ class Batch:
         if remaining:
             self.interrupted = True
             for slot in remaining:
-                if slot.scope is not None:
-                    slot.scope.cancel()
+                slot.cancelled = True
+                if slot.task is not None:
+                    slot.task.cancel()
             observer = self.run.observer
             if observer is not None:
                 observer.note("steering", cancelled=len(remaining))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
+from ._agent_queues import QueuePoll
 from ._config import AgentLoopConfig, TransformContext
 from ._errors import HookFailed
 from ._events import (
@@ -76,6 +77,7 @@ class _Run:
         "fatal",
         "fatal_note",
         "finished",
+        "has_steering",
         "history",
         "in_turn",
         "incremental",
@@ -128,6 +130,9 @@ class _Run:
         self.tool_schemas: list[ToolSchema] = []
         self._set_tools(self.static_tools)
         self.validators: dict[str, Callable[[Any], Any]] = {}
+        # An agent's own steering queue says when it is empty: no check, no poll, then.
+        poll = config.get_steering_messages
+        self.has_steering = poll.has_messages if isinstance(poll, QueuePoll) else None
         self.incremental = (
             config.transform_context is None and config.async_transform_context is None
         )
@@ -644,11 +649,14 @@ class _Run:
             await self._inner(run_turn)
             if self.ended:
                 return
-            if config.get_follow_up_messages is not None:
+            follow_up = config.get_follow_up_messages
+            if follow_up is not None and (
+                not isinstance(follow_up, QueuePoll) or follow_up.has_messages()
+            ):
                 # An abort that arrived as the last turn ended must not consume a follow-up.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 try:
-                    follow = list(await config.get_follow_up_messages())
+                    follow = list(await follow_up())
                 except Exception as exc:
                     raise HookFailed.wrap("get_follow_up_messages", exc) from exc
                 if follow:
@@ -673,7 +681,11 @@ class _Run:
             self.turn += 1
             if self.ended:
                 return
-            if poll is not None and not self.pending:
+            if (
+                poll is not None
+                and not self.pending
+                and (self.has_steering is None or self.has_steering())
+            ):
                 # Only when the turn brought no messages of its own: a batch interrupted by
                 # steering already took what the queue's mode allows for this turn.
                 await anyio.lowlevel.checkpoint_if_cancelled()
