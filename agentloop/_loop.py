@@ -48,7 +48,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ._abc import AgentTool
+    from ._abc import AgentTool, Instrumentation
     from ._channel import EventChannel
     from ._dispatch import Batch
     from ._events import AgentEvent
@@ -561,14 +561,16 @@ class _Run:
     async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         """Run to the end; on cancellation emit the closing events, then re-raise."""
         try:
-            return await self._observed(prompts)
+            instrumentation = self.config.instrumentation or inherited.get()
+            if instrumentation is None:
+                return await self._run(prompts)
+            return await self._observed(prompts, instrumentation)
         finally:
             self.link._close()
 
-    async def _observed(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
-        instrumentation = self.config.instrumentation or inherited.get()
-        if instrumentation is None:
-            return await self._run(prompts)
+    async def _observed(
+        self, prompts: Sequence[AgentMessage], instrumentation: Instrumentation
+    ) -> AgentResult[str]:
         config = self.config
         info = RunInfo(
             agent=config.agent_name, model=config.model, conversation_id=config.conversation_id
@@ -677,6 +679,7 @@ class _Run:
     async def _inner(self, run_turn: Any) -> None:
         poll = self.config.get_steering_messages
         while True:
+            self.begin_turn()
             more = await run_turn(self)
             self.turn += 1
             if self.ended:

@@ -327,16 +327,11 @@ async def _post_turn(
 
 
 async def run_turn(run: _Run) -> bool:
-    """Run one turn. Returns whether the model needs another turn (tools were run)."""
-    run.begin_turn()
-    try:
-        return await _turn_body(run)
-    except anyio.get_cancelled_exc_class():
-        run.close_turn(TurnEndReason.ABORTED, "tool call aborted: the run was cancelled")
-        raise
+    """Run one turn, which the caller has begun (``run.begin_turn()``); returns whether the
+    model needs another turn (tools were run).
 
-
-async def _turn_body(run: _Run) -> bool:
+    A cancellation propagates from here with the turn open: the run closes it as aborted.
+    """
     config = run.config
     emit = run.emit
     for message in run.take_pending():
