@@ -39,8 +39,8 @@ class EventChannel:
         "_readable",
         "_receiver_closed",
         "_sender_closed",
-        "_updates",
         "_writable",
+        "boxed",
         "buffer",
         "capacity",
     )
@@ -50,7 +50,8 @@ class EventChannel:
         self.capacity = capacity
         self._readable: anyio.Event | None = None
         self._writable: anyio.Event | None = None
-        self._updates: dict[str, _Coalesced] = {}
+        # The updates waiting in boxes, by call: while none is, every buffered item is an event.
+        self.boxed: dict[str, _Coalesced] = {}
         self._sender_closed = False
         self._receiver_closed = False
 
@@ -61,14 +62,14 @@ class EventChannel:
         if self._receiver_closed:
             return
         buffer = self.buffer
-        if type(event) is ToolExecutionUpdate and (self._updates or len(buffer) >= self.capacity):
-            waiting = self._updates.get(event.call_id)
+        if type(event) is ToolExecutionUpdate and (self.boxed or len(buffer) >= self.capacity):
+            waiting = self.boxed.get(event.call_id)
             if waiting is not None:
                 waiting.event = event  # still unread: the newer update replaces it
                 return
             if len(buffer) >= self.capacity:
                 box = _Coalesced(event)
-                self._updates[event.call_id] = box
+                self.boxed[event.call_id] = box
                 buffer.append(box)
             else:
                 buffer.append(event)
@@ -121,7 +122,7 @@ class EventChannel:
             return None
         item = buffer.popleft()
         if type(item) is _Coalesced:
-            del self._updates[item.event.call_id]
+            del self.boxed[item.event.call_id]
             return item.event
         return item  # type: ignore[no-any-return]
 

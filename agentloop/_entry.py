@@ -206,7 +206,10 @@ class EventStream(Generic[OutputT]):
         if self._tg is None:
             self._check_entered()
         channel = self._channel
-        if channel.buffer:  # buffered: no await, no coroutine, no call (once per token)
+        buffer = channel.buffer
+        if buffer:  # buffered: no await, no coroutine, no call (once per token)
+            if not channel.boxed:
+                return buffer.popleft()  # type: ignore[no-any-return]
             event = channel.receive_nowait()
             if event is not None:
                 return event
