@@ -202,6 +202,7 @@ class Agent(
         self._lock = threading.Lock()
         self._subscribers = {}
         self._subscriber_list = ()
+        self._subscriber_callbacks = ()
         self._next_handle = 0
         self._running = False
         self._idle = None

@@ -154,6 +154,7 @@ class AgentRunner:
             approval: Any,
         ) -> AgentLoopConfig: ...
         def _notify(self, event: AgentEvent) -> None: ...
+        def _on_update(self, event: AgentEvent) -> None: ...
         def unsubscribe(self, handle: int) -> bool: ...
 
     # ---------------------------------------------------------------- the run's input
@@ -250,13 +251,7 @@ class AgentRunner:
         """Everything the agent keeps from its runs' events, then its subscribers."""
         cls = type(event)
         if cls is MessageUpdate:
-            # Once per streamed token: the subscribers, without the call to ``_notify``.
-            for handle, callback in self._subscriber_list:
-                try:
-                    callback(event)
-                except Exception:
-                    log.exception("subscriber %r raised; it is unsubscribed", callback)
-                    self.unsubscribe(handle)
+            self._on_update(event)  # once per streamed token: nothing to keep
             return
         if cls is MessageEnd:
             assert isinstance(event, MessageEnd)
@@ -308,6 +303,7 @@ class AgentRunner:
             context,
             config,
             self._on_event,
+            emit_update=self._on_update,
             cancel_scope=scope,
             history=self._history_for(config),
             updates=bool(self._subscriber_list),

@@ -22,6 +22,7 @@ class AgentSubscribers:
 
     _subscribers: dict[int, Subscriber]
     _subscriber_list: tuple[tuple[int, Subscriber], ...]
+    _subscriber_callbacks: tuple[Subscriber, ...]  # the same, without handles (per token)
     _next_handle: int
     _run: _Run | None
 
@@ -35,6 +36,7 @@ class AgentSubscribers:
         self._next_handle += 1
         self._subscribers[handle] = callback
         self._subscriber_list = tuple(self._subscribers.items())
+        self._subscriber_callbacks = tuple(self._subscribers.values())
         if self._run is not None:
             self._run.updates = True  # a subscriber joining mid-run sees the answer's updates
         return handle
@@ -43,7 +45,20 @@ class AgentSubscribers:
         """Remove a subscriber; within a callback it takes effect after the current event."""
         found = self._subscribers.pop(handle, None) is not None
         self._subscriber_list = tuple(self._subscribers.items())
+        self._subscriber_callbacks = tuple(self._subscribers.values())
         return found
+
+    def _on_update(self, event: AgentEvent) -> None:
+        """A ``MessageUpdate``, once per streamed token: straight to the subscribers."""
+        for callback in self._subscriber_callbacks:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("subscriber %r raised; it is unsubscribed", callback)
+                for handle, subscribed in self._subscriber_list:
+                    if subscribed is callback:
+                        self.unsubscribe(handle)
+                        break
 
     def _notify(self, event: AgentEvent) -> None:
         for handle, callback in self._subscriber_list:

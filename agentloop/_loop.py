@@ -71,6 +71,7 @@ class _Run:
         "config",
         "cost",
         "emit",
+        "emit_update",
         "ended",
         "error",
         "error_kind",
@@ -111,6 +112,7 @@ class _Run:
         config: AgentLoopConfig,
         emit: Emit,
         *,
+        emit_update: Emit | None = None,
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
         history: History | None = None,
@@ -118,6 +120,8 @@ class _Run:
     ) -> None:
         self.config = config
         self.emit = emit
+        # ``MessageUpdate`` events, once per streamed token, may take a path of their own.
+        self.emit_update = emit_update if emit_update is not None else emit
         self.channel = channel
         # Whether anyone sees ``MessageUpdate`` events: when no one does, a streamed answer
         # makes none (the Agent turns it on when a subscriber joins mid-run).

@@ -178,6 +178,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     model = config.model
     pricing = model.pricing
     emit = run.emit
+    emit_update = run.emit_update
     channel = run.channel
     # The stream's buffer, checked per event without a call: full means wait for the consumer.
     backlog = channel.buffer if channel is not None else None
@@ -217,7 +218,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                         if not push(event):
                             break
                         if run.updates:
-                            emit(MessageUpdate(event=event))
+                            emit_update(MessageUpdate(event=event))
                         if backlog is not None and len(backlog) >= capacity:
                             # The consumer is behind: let it drain before streaming on.
                             assert channel is not None

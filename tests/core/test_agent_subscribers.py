@@ -15,6 +15,7 @@ from agentloop import (
     AgentStart,
     AgentToolResult,
     MessageEnd,
+    MessageUpdate,
     ModelSpec,
     StopReason,
     Tool,
@@ -183,3 +184,27 @@ async def test_a_raising_subscriber_is_removed_and_the_run_goes_on(
     await agent.prompt("again")
     assert len(calls) == 3
     assert isinstance(good[-1], AgentEnd)
+
+
+async def test_a_subscriber_raising_on_a_streamed_token_is_removed_and_the_rest_stream_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Tokens take a path of their own (``Agent._on_update``): the same removal rules hold there.
+    agent = Agent(model=MODEL, stream_fn=ScriptedStream([reply_text("one two three four")]))
+    updates: list[AgentEvent] = []
+    failed: list[AgentEvent] = []
+
+    def flaky(event: AgentEvent) -> None:
+        if isinstance(event, MessageUpdate):
+            failed.append(event)
+            raise ValueError("token bug")
+
+    first = agent.subscribe(flaky)
+    agent.subscribe(lambda e: updates.append(e) if isinstance(e, MessageUpdate) else None)
+    with caplog.at_level(logging.ERROR, logger="agentloop"):
+        result = await agent.prompt("go")
+    assert result.text == "one two three four"
+    assert len(failed) == 1  # removed at its first token
+    assert not agent.unsubscribe(first)  # by its own handle
+    assert len(updates) > 1 and failed[0] is updates[0]  # the other one saw every token
+    assert any("subscriber" in r.getMessage() and r.exc_info for r in caplog.records)
