@@ -98,7 +98,12 @@ def main() -> None:
         default="on",
         help="the cyclic GC as Python sets it up (on), disabled for the runs (off), or tuned "
         "for a server as docs/performance.md suggests (tuned: gc.freeze() after the warm-up, "
-        "thresholds 50,000 / 20 / 100)",
+        "then --thresholds)",
+    )
+    parser.add_argument(
+        "--thresholds",
+        default="100000,50,100",
+        help="the collector's three thresholds under --gc tuned (default: 100000,50,100)",
     )
     args = parser.parse_args()
     if args.smoke:
@@ -114,7 +119,8 @@ def main() -> None:
         gc.disable()
     elif args.gc == "tuned":
         gc.freeze()
-        gc.set_threshold(50_000, 20, 100)
+        first, second, third = (int(n) for n in args.thresholds.split(","))
+        gc.set_threshold(first, second, third)
     wall = anyio.run(many, args.impl, args.runs, args.seconds, backend=args.backend)
     out: dict[str, Any] = {
         "backend": args.backend,
@@ -123,6 +129,7 @@ def main() -> None:
         "turns": TURNS,
         "tool_seconds": args.seconds,
         "gc": args.gc,
+        "thresholds": gc.get_threshold(),
         "wall_s": wall,
         "rss_before_kib": before,
         "peak_rss_kib": peak_rss_kib(),
