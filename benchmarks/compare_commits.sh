@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# B4 (and B1) through Agent + @tool for the library at an earlier commit and at this checkout,
-# processes interleaved, with this checkout's benchmark scripts for both.
+# B4 (and B1, and with valgrind installed the instructions per turn) through Agent + @tool for
+# the library at an earlier commit and at this checkout, processes interleaved, with this
+# checkout's benchmark scripts for both.
 #
 #   bash benchmarks/compare_commits.sh <commit> [repetitions]
 #
@@ -33,3 +34,11 @@ for backend in asyncio trio; do
     echo "b1 $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.b1_turn_overhead --backend "$backend" --turns 100 1000)"
   done
 done
+if command -v valgrind >/dev/null; then
+  for backend in asyncio trio; do
+    for which in before after; do
+      path=$before; [ "$which" = after ] && path=$after
+      echo "instructions $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.instructions --backend "$backend")"
+    done
+  done
+fi

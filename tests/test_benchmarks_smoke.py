@@ -63,3 +63,23 @@ def test_run_all_smoke(tmp_path: Path) -> None:
     text = tables.read_text()
     for title in ("B1", "B2", "B3", "B4", "B5", "B7"):
         assert f"### {title} " in text, title
+
+
+def test_the_instruction_count_workload_runs_on_both_backends() -> None:
+    # ``benchmarks.instructions`` runs this under valgrind (not installed in CI); the workload
+    # itself, the part that could rot with the library, runs here.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    for backend in BACKENDS:
+        for impl in ("agent", "floor"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "benchmarks.instructions", "--child", "--turns", "3"]
+                + ["--backend", backend, "--impl", impl],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr[-4000:]
