@@ -702,6 +702,9 @@ class _Run:
                     raise HookFailed.wrap("get_steering_messages", exc) from exc
                 if steering:
                     self.pending.extend(steering)
+            elif self.scope.cancel_called:
+                # Aborted as the turn ended (by a callback, with no await since): no new turn.
+                await anyio.lowlevel.checkpoint_if_cancelled()
             if not more and not self.pending:
                 return
 

@@ -31,10 +31,12 @@ from agentloop import (
     ToolResultMessage,
     TurnEnd,
     TurnEndReason,
+    TurnStart,
     UserMessage,
     tool,
 )
 from agentloop._agent_run import PLAN_MODE_INSTRUCTION
+from agentloop.loop import AgentContext, AgentLoopConfig, run_loop
 from agentloop.stream import AssistantMessageEvent, LlmContext, TextDelta, TextStart
 from agentloop.testing import (
     FunctionStream,
@@ -226,6 +228,53 @@ async def test_abort_from_a_subscriber_and_from_a_thread() -> None:
     agent.abort()
     await anyio.to_thread.run_sync(agent.abort_threadsafe)
     assert not agent.is_running
+
+
+async def test_an_abort_at_the_end_of_a_turn_starts_no_other_turn() -> None:
+    # Asked from a subscriber when a turn ends (on the loop's task, no await in between): the
+    # run ends there, with no further turn begun and aborted, whether or not anything waits in
+    # the steering queue; the same through ``run_loop`` and its cancel scope.
+    @tool(name="echo")
+    async def echo() -> str:
+        """Echo."""
+        return "ok"
+
+    replies = [reply_tool_calls(("echo", {})), reply_tool_calls(("echo", {})), reply_text("done")]
+    agent = Agent(model=MODEL, stream_fn=ScriptedStream(replies), tools=[echo])
+    seen: list[AgentEvent] = []
+
+    def abort_at_turn_end(event: AgentEvent) -> None:
+        seen.append(event)
+        if isinstance(event, TurnEnd):
+            agent.abort()
+
+    agent.subscribe(abort_at_turn_end)
+    result = await agent.prompt("go")
+    assert result.stop_reason is StopReason.ABORTED
+    assert [type(e).__name__ for e in seen if isinstance(e, TurnStart | TurnEnd)] == [
+        "TurnStart",
+        "TurnEnd",
+    ]
+
+    scope = anyio.CancelScope()
+    turns: list[str] = []
+
+    def cancel_at_turn_end(event: AgentEvent) -> None:
+        if isinstance(event, TurnStart | TurnEnd):
+            turns.append(type(event).__name__)
+        if isinstance(event, TurnEnd):
+            scope.cancel()
+
+    config = AgentLoopConfig(model=MODEL, stream_fn=ScriptedStream(replies), tools=[echo])
+    outcome = await run_loop(
+        [UserMessage.from_text("go")],
+        AgentContext(),
+        config,
+        on_event=cancel_at_turn_end,
+        cancel_scope=scope,
+    )
+    assert outcome.stop_reason is StopReason.ABORTED
+    assert turns == ["TurnStart", "TurnEnd"]
 
 
 async def test_leaving_the_stream_early_cancels_the_run_cleanly() -> None:
