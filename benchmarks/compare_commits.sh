@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# B4 (and B1, and with valgrind installed the instructions per turn) through Agent + @tool for
+# B4 (and B1, B2, and with valgrind installed the instructions per turn) through Agent + @tool for
 # the library at an earlier commit and at this checkout, processes interleaved, with this
 # checkout's benchmark scripts for both.
 #
@@ -32,6 +32,14 @@ for backend in asyncio trio; do
   for which in before after; do
     path=$before; [ "$which" = after ] && path=$after
     echo "b1 $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.b1_turn_overhead --backend "$backend" --turns 100 1000)"
+  done
+done
+for _ in $(seq "$reps"); do
+  for backend in asyncio trio; do
+    for which in before after; do
+      path=$before; [ "$which" = after ] && path=$after
+      echo "b2 $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.b2_streaming --backend "$backend")"
+    done
   done
 done
 if command -v valgrind >/dev/null; then

@@ -15,20 +15,26 @@ REPO = Path(__file__).resolve().parent.parent
 BACKENDS = ("asyncio", "trio")
 
 
-def test_run_all_smoke(tmp_path: Path) -> None:
+def _benchmark(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks.<module> <args>`` from the repository; asserts it succeeded."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    tables = tmp_path / "results.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run_all", "--smoke", "--markdown", str(tables)],
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def test_run_all_smoke(tmp_path: Path) -> None:
+    tables = tmp_path / "results.md"
+    proc = _benchmark("run_all", "--smoke", "--markdown", str(tables), timeout=300)
     results = json.loads(proc.stdout)
 
     assert results["meta"]["smoke"] is True
@@ -67,19 +73,23 @@ def test_run_all_smoke(tmp_path: Path) -> None:
 
 def test_the_instruction_count_workload_runs_on_both_backends() -> None:
     # ``benchmarks.instructions`` runs this under valgrind (not installed in CI); the workload
-    # itself, the part that could rot with the library, runs here.
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    # itself, the part that could rot with the library, runs here (it fails on a short run).
     for backend in BACKENDS:
         for impl in ("agent", "floor"):
-            proc = subprocess.run(
-                [sys.executable, "-m", "benchmarks.instructions", "--child", "--turns", "3"]
-                + ["--backend", backend, "--impl", impl],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
+            _benchmark(
+                "instructions",
+                "--child",
+                "--turns",
+                "3",
+                "--backend",
+                backend,
+                "--impl",
+                impl,
                 timeout=120,
-                check=False,
             )
-            assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_the_cancel_scope_benchmark_runs_on_both_backends() -> None:
+    for backend in BACKENDS:
+        proc = _benchmark("bench_cancel_scope", "--smoke", "--backend", backend, timeout=120)
+        assert json.loads(proc.stdout)["us_per_scope"] > 0
