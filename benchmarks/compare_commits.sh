@@ -5,7 +5,7 @@
 #
 #   bash benchmarks/compare_commits.sh <commit> [repetitions]
 #
-# Prints one JSON line per process, prefixed with "b4|b1 before|after <backend> [<runs>]".
+# Prints one JSON line per process, prefixed with "<bench> <backend> [<runs>] before|after".
 set -euo pipefail
 commit="$1"
 reps="${2:-3}"
@@ -18,35 +18,34 @@ mkdir -p "$work/scripts" && cp -r "$here/benchmarks" "$work/scripts/"
 before="$work/scripts:$work/before:$work/before/providers"
 after="$work/scripts:$here:$here/providers"
 cd "$work"
+
+# pair <label> <module> <args...>: the module for the library before, then after.
+pair() {
+  local label="$1" module="$2"
+  shift 2
+  for which in before after; do
+    path=$before; [ "$which" = after ] && path=$after
+    echo "$label $which $(PYTHONPATH=$path "$py" -m "benchmarks.$module" "$@")"
+  done
+}
+
 for _ in $(seq "$reps"); do
   for backend in asyncio trio; do
     for runs in 1000 10000; do
-      for which in before after; do
-        path=$before; [ "$which" = after ] && path=$after
-        echo "b4 $which $backend $runs $(PYTHONPATH=$path "$py" -m benchmarks.b4_many_agents --impl agent --runs "$runs" --backend "$backend")"
-      done
+      pair "b4 $backend $runs" b4_many_agents --impl agent --runs "$runs" --backend "$backend"
     done
   done
 done
 for backend in asyncio trio; do
-  for which in before after; do
-    path=$before; [ "$which" = after ] && path=$after
-    echo "b1 $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.b1_turn_overhead --backend "$backend" --turns 100 1000)"
-  done
+  pair "b1 $backend" b1_turn_overhead --backend "$backend" --turns 100 1000
 done
 for _ in $(seq "$reps"); do
   for backend in asyncio trio; do
-    for which in before after; do
-      path=$before; [ "$which" = after ] && path=$after
-      echo "b2 $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.b2_streaming --backend "$backend")"
-    done
+    pair "b2 $backend" b2_streaming --backend "$backend"
   done
 done
 if command -v valgrind >/dev/null; then
   for backend in asyncio trio; do
-    for which in before after; do
-      path=$before; [ "$which" = after ] && path=$after
-      echo "instructions $which $backend $(PYTHONPATH=$path "$py" -m benchmarks.instructions --backend "$backend")"
-    done
+    pair "instructions $backend" instructions --backend "$backend"
   done
 fi

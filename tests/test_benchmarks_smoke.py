@@ -6,36 +6,21 @@ Nothing here looks at the figures: speed is never asserted in tests.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-REPO = Path(__file__).resolve().parent.parent
+from tests._benchmarks import run_benchmark
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 BACKENDS = ("asyncio", "trio")
-
-
-def _benchmark(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """``python -m benchmarks.<module> <args>`` from the repository; asserts it succeeded."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{module}", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc
 
 
 def test_run_all_smoke(tmp_path: Path) -> None:
     tables = tmp_path / "results.md"
-    proc = _benchmark("run_all", "--smoke", "--markdown", str(tables), timeout=300)
-    results = json.loads(proc.stdout)
+    results = json.loads(
+        run_benchmark("run_all", "--smoke", "--markdown", str(tables), timeout=300)
+    )
 
     assert results["meta"]["smoke"] is True
     for key in (
@@ -76,7 +61,7 @@ def test_the_instruction_count_workload_runs_on_both_backends() -> None:
     # itself, the part that could rot with the library, runs here (it fails on a short run).
     for backend in BACKENDS:
         for impl in ("agent", "floor"):
-            _benchmark(
+            run_benchmark(
                 "instructions",
                 "--child",
                 "--turns",
@@ -91,5 +76,5 @@ def test_the_instruction_count_workload_runs_on_both_backends() -> None:
 
 def test_the_cancel_scope_benchmark_runs_on_both_backends() -> None:
     for backend in BACKENDS:
-        proc = _benchmark("bench_cancel_scope", "--smoke", "--backend", backend, timeout=120)
-        assert json.loads(proc.stdout)["us_per_scope"] > 0
+        stdout = run_benchmark("bench_cancel_scope", "--smoke", "--backend", backend)
+        assert json.loads(stdout)["us_per_scope"] > 0

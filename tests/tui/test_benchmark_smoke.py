@@ -7,28 +7,12 @@ the work a frame does instead).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests._benchmarks import run_benchmark
 
 
 def test_bench_tui_smoke() -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_tui", "--smoke"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads(proc.stdout)
+    result = json.loads(run_benchmark("bench_tui", "--smoke", timeout=90))
     (run,) = result["runs"].values()
     for side in ("tui", "log"):
         assert run[side]["frames"] == 2000 // result["per_frame"]
