@@ -17,6 +17,8 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 
+from tests._http import RequestReader
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -67,24 +69,12 @@ class FakeOpenAI:
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
         async with stream:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = await stream.receive()
-                if not chunk:
-                    return
-                head += chunk
-            header, _, body = head.partition(b"\r\n\r\n")
-            lines = header.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
-                if name.strip().lower() == "authorization":
-                    self.authorization.append(value.strip())
-            while len(body) < length:
-                body += await stream.receive()
+            request = await RequestReader(stream).next()
+            if request is None:
+                return
+            path, body = request.path, request.body
+            if "authorization" in request.headers:
+                self.authorization.append(request.headers["authorization"])
             if path.endswith("/chat/completions") and self.answers:
                 self.requests.append(json.loads(body))
                 payload, status, kind = _stream(self.answers.pop(0)), 200, "text/event-stream"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import agentloop as al
-from agentloop.testing import ScriptedStream, ScriptItem
+from agentloop.testing import ScriptedStream, ScriptItem, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -20,6 +20,25 @@ def config(
     stream = script if callable(script) else ScriptedStream(script)
     kwargs.setdefault("retry_strategy", NO_RETRY_DELAY)
     return al.loop.AgentLoopConfig(model=MODEL, stream_fn=stream, tools=tools, **kwargs)
+
+
+def agent(name: str, script: list[Any], **kwargs: Any) -> al.Agent[Any]:
+    """A named agent whose model answers from ``script``."""
+    return al.Agent(model=MODEL, stream_fn=ScriptedStream(script), name=name, **kwargs)
+
+
+def _usage(tokens: int) -> al.Usage:
+    return al.Usage(input=tokens, output=tokens, total=2 * tokens)
+
+
+def text(answer: str, tokens: int = 10) -> al.AssistantMessage:
+    """A text answer that spent ``tokens`` in and ``tokens`` out."""
+    return reply_text(answer, usage=_usage(tokens))
+
+
+def calls(*items: tuple[str, dict[str, Any]], tokens: int = 10) -> al.AssistantMessage:
+    """An answer calling tools that spent ``tokens`` in and ``tokens`` out."""
+    return reply_tool_calls(*items, usage=_usage(tokens))
 
 
 def names(events: Sequence[al.AgentEvent]) -> list[str]:

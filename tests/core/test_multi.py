@@ -12,26 +12,11 @@ import pytest
 import agentloop as al
 from agentloop import multi
 from agentloop.policy import APPROVED, Rejected
-from agentloop.testing import FunctionStream, ScriptedStream, reply_text, reply_tool_calls
+from agentloop.testing import FunctionStream, reply_text
 
-from ._helpers import paired
+from ._helpers import MODEL, agent, calls, paired, text
 
 pytestmark = pytest.mark.anyio
-
-MODEL = al.ModelSpec(provider="test", model_id="scripted")
-U = al.Usage
-
-
-def agent(name: str, script: list[Any], **kwargs: Any) -> al.Agent[Any]:
-    return al.Agent(model=MODEL, stream_fn=ScriptedStream(script), name=name, **kwargs)
-
-
-def text(answer: str, tokens: int = 10) -> al.AssistantMessage:
-    return reply_text(answer, usage=U(input=tokens, output=tokens, total=2 * tokens))
-
-
-def calls(*items: tuple[str, dict[str, Any]], tokens: int = 10) -> al.AssistantMessage:
-    return reply_tool_calls(*items, usage=U(input=tokens, output=tokens, total=2 * tokens))
 
 
 # ---------------------------------------------------------------- sub-agents as tools

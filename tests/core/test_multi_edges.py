@@ -11,36 +11,19 @@ import pytest
 
 import agentloop as al
 from agentloop import multi
-from agentloop.testing import FunctionStream, ScriptedStream, reply_text, reply_tool_calls
+from agentloop.testing import FunctionStream, ScriptedStream, reply_text
 
-from ._helpers import paired
+from ._helpers import MODEL, agent, calls, paired, results_of, text
 
 pytestmark = pytest.mark.anyio
 
-MODEL = al.ModelSpec(provider="test", model_id="scripted")
 U = al.Usage
 ABORTED_CALL = "tool call aborted: the run was cancelled"
-
-
-def agent(name: str, script: list[Any], **kwargs: Any) -> al.Agent[Any]:
-    return al.Agent(model=MODEL, stream_fn=ScriptedStream(script), name=name, **kwargs)
-
-
-def text(answer: str, tokens: int = 10) -> al.AssistantMessage:
-    return reply_text(answer, usage=U(input=tokens, output=tokens, total=2 * tokens))
-
-
-def calls(*items: tuple[str, dict[str, Any]], tokens: int = 10) -> al.AssistantMessage:
-    return reply_tool_calls(*items, usage=U(input=tokens, output=tokens, total=2 * tokens))
 
 
 def requests(of: al.Agent[Any]) -> list[list[al.AgentMessage]]:
     """The messages of every request ``of``'s scripted model received."""
     return [list(call.context.messages) for call in of.stream_fn.calls]  # type: ignore[attr-defined]
-
-
-def tool_results(messages: list[al.AgentMessage]) -> list[al.ToolResultMessage]:
-    return [m for m in messages if isinstance(m, al.ToolResultMessage)]
 
 
 class Hanging:
@@ -71,17 +54,23 @@ class Hanging:
 # ---------------------------------------------------------------- teams
 
 
-async def test_a_team_input_filter_decides_what_each_next_agent_sees() -> None:
+def triage_agent() -> al.Agent[Any]:
+    """Looks order 42 up, then hands over to billing."""
+
     @al.tool
     async def lookup(order: str) -> str:
         """Look an order up."""
         return f"order {order}: charged twice"
 
-    triage = agent(
+    return agent(
         "triage",
         [calls(("lookup", {"order": "42"})), calls(("transfer_to_billing", {"reason": "refund"}))],
         tools=[lookup],
     )
+
+
+async def test_a_team_input_filter_decides_what_each_next_agent_sees() -> None:
+    triage = triage_agent()
     billing = agent("billing", [calls(("transfer_to_audit", {"reason": "check it"}))])
     audit = agent("audit", [text("Refund approved.")])
     given: list[list[al.AgentMessage]] = []
@@ -103,7 +92,7 @@ async def test_a_team_input_filter_decides_what_each_next_agent_sees() -> None:
         "AssistantMessage",
         "ToolResultMessage",
     ]
-    assert tool_results(given[0])[0].text == "order 42: charged twice"
+    assert results_of(given[0])[0].text == "order 42: charged twice"
     # ... and the receiving agent's model is sent what it returned, then who handed over.
     [to_billing] = requests(billing)
     assert [type(m).__name__ for m in to_billing] == ["UserMessage", "UserMessage"]
@@ -116,21 +105,12 @@ async def test_a_team_input_filter_decides_what_each_next_agent_sees() -> None:
 
 
 async def test_without_an_input_filter_the_next_agent_sees_everything() -> None:
-    @al.tool
-    async def lookup(order: str) -> str:
-        """Look an order up."""
-        return f"order {order}: charged twice"
-
-    triage = agent(
-        "triage",
-        [calls(("lookup", {"order": "42"})), calls(("transfer_to_billing", {"reason": "refund"}))],
-        tools=[lookup],
-    )
+    triage = triage_agent()
     billing = agent("billing", [text("Refund issued.")])
     await multi.Team([triage, billing]).run("I was charged twice.")
     [to_billing] = requests(billing)
     assert len(to_billing) == 6  # the prompt, two calls with their results, the hand-over
-    assert tool_results(to_billing)[0].text == "order 42: charged twice"
+    assert results_of(to_billing)[0].text == "order 42: charged twice"
 
 
 # ---------------------------------------------------------------- steering a registry's agent
@@ -160,7 +140,7 @@ async def test_steering_a_handle_interrupts_its_running_tools_and_is_read_next()
         result = await handle
     assert result.stop_reason is al.StopReason.STOP
     assert result.output == "Changed course."
-    quick_result, hang_result = tool_results(result.messages)
+    quick_result, hang_result = results_of(result.messages)
     assert quick_result.text == "quick result"  # a finished call is kept
     assert hang_result.text == "tool call cancelled: user requested steering interrupt"
     assert hanging.cancelled == ["worker"]
@@ -260,7 +240,7 @@ async def test_fastest_n_as_a_tool_ends_each_loser_with_an_aborted_delegation() 
     boss.subscribe(seen.append)
     result = await boss.prompt("start")
     assert result.output == "The fast one won."
-    [race_result] = tool_results(result.messages)
+    [race_result] = results_of(result.messages)
     assert race_result.text == "fast" and not race_result.is_error
     ends = {e.path[0].agent: e for e in seen if isinstance(e, multi.DelegationEnd)}
     assert set(ends) == {"fast", "slow_a", "slow_b"}
@@ -407,7 +387,7 @@ async def test_team_and_pipeline_costs_sum_their_agents() -> None:
     )
     result = await boss.prompt("go")
     assert result.output == "merged"
-    assert tool_results(result.messages)[0].text == "from a\n\nfrom b"
+    assert results_of(result.messages)[0].text == "from a\n\nfrom b"
     assert result.cost.total == pytest.approx(2 * 0.3 + 0.003 + 0.03)
 
 
@@ -434,7 +414,7 @@ async def test_a_tool_timeout_cancels_the_sub_agent_its_tool_runs(where: str) ->
     parent.subscribe(seen.append)
     result = await parent.prompt("go")
     # The call ended as an error the model reads, and the parent went on.
-    [timed_out] = tool_results(result.messages)
+    [timed_out] = results_of(result.messages)
     assert timed_out.is_error and timed_out.text == "tool call timed out after 0.2 seconds"
     assert result.output == "Gave up on the child."
     assert result.stop_reason is al.StopReason.STOP

@@ -16,6 +16,8 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 
+from tests._http import RequestReader
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -131,26 +133,13 @@ class FakeApis:
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
         self.connections += 1
-        buffered = b""
         async with stream:
+            reader = RequestReader(stream)
             while True:
-                while b"\r\n\r\n" not in buffered:
-                    try:
-                        chunk = await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        return
-                    buffered += chunk
-                header, _, buffered = buffered.partition(b"\r\n\r\n")
-                lines = header.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                length = 0
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value.strip())
-                while len(buffered) < length:
-                    buffered += await stream.receive()
-                buffered = buffered[length:]
+                request = await reader.next()
+                if request is None:
+                    return
+                path = request.path
                 self.requests.append(path)
                 if path.endswith("/v1/messages"):
                     body, status = anthropic_body(), 200
