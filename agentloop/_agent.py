@@ -329,7 +329,13 @@ class Agent(
             get_follow_up_messages=QueuePoll(self, steering=False),
             pre_turn_policies=[*self.pre_turn_policies, *extra_pre_turn],
             pre_dispatch_policies=self.pre_dispatch_policies,
-            post_turn_policies=[*self.post_turn_policies, *extra_post_turn, self._pauser],
+            # The agent's pause policy joins only once a pause is asked (``pause_nowait``):
+            # until then no turn pays for evaluating it.
+            post_turn_policies=[
+                *self.post_turn_policies,
+                *extra_post_turn,
+                *((self._pauser,) if self._pause_requested else ()),
+            ],
             post_loop_policies=[*self.post_loop_policies, *extra_post_loop],
             approval=approval,
             tool_execution=self.tool_execution,

@@ -17,6 +17,7 @@ from ._types import AgentMessage, Cost, ModelSpec, Usage
 
 if TYPE_CHECKING:
     from ._abc import AgentTool
+    from ._loop import _Run
 
 __all__ = ["AgentCheckpoints", "Checkpoint", "PauseAtTurnEnd"]
 
@@ -69,6 +70,8 @@ class AgentCheckpoints:
     _follow_up: list[AgentMessage]
     _tools: dict[str, AgentTool]
     _pause_requested: bool
+    _pauser: PauseAtTurnEnd
+    _run: _Run | None
     _running: bool
 
     def checkpoint(self) -> Checkpoint:
@@ -127,4 +130,12 @@ class AgentCheckpoints:
         if not self._running:
             return False
         self._pause_requested = True
+        run = self._run
+        if run is not None:
+            # The run's own list (``Agent._config`` builds one per run): appended to in place,
+            # so a post-turn policy asking for the pause sees it evaluated in the same turn.
+            policies = run.config.post_turn_policies
+            assert isinstance(policies, list)
+            if self._pauser not in policies:
+                policies.append(self._pauser)
         return True

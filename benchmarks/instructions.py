@@ -3,8 +3,8 @@
 Runs one workload twice under ``valgrind --tool=callgrind`` (0 turns and N turns, after the same
 warm-up) and prints ``(I(N) - I(0)) / N``: the instructions one tool turn costs, through
 ``Agent`` + ``@tool`` (``--impl agent``) or the hand-written floor (``--impl floor``). Wall-time
-ratios move by ±5% on a shared machine; this count moves by well under 1%, which is what an
-A/B of a small change needs. Needs ``valgrind`` (``apt-get install valgrind``); slow (about
+ratios move by ±5% on a shared machine; this count (under one fixed hash seed) repeats to a
+few instructions, which is what an A/B of a small change needs. Needs ``valgrind`` (``apt-get install valgrind``); slow (about
 ten seconds per count).
 
     python -m benchmarks.instructions --backend trio --impl agent --turns 200
@@ -13,6 +13,7 @@ ten seconds per count).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -69,7 +70,10 @@ def _count(turns: int, backend: str, impl: str) -> int:
         "--impl",
         impl,
     ]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
+    # One hash seed for every count: with a random one, set and dict layouts move the count by
+    # up to ~1% from run to run; with a fixed one, repeated counts agree to a few instructions.
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600, env=env)
     found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
     if found is None:
         raise RuntimeError(f"no instruction count in callgrind's output:\n{out.stderr[-2000:]}")

@@ -29,6 +29,7 @@ from agentloop import (
     Usage,
     UserMessage,
 )
+from agentloop.policy import CONTINUE, PolicyContext, PolicyVerdict
 from agentloop.testing import ScriptedStream, ScriptItem, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
@@ -274,6 +275,45 @@ async def test_request_pause_from_a_subscriber() -> None:
     assert result.stopped_by is not None
     assert len(stream.calls) == 1
     assert isinstance(agent.messages[-2], AssistantMessage)
+
+
+async def test_request_pause_from_a_post_turn_policy_stops_at_that_turn() -> None:
+    # The agent's own pause policy joins the run's post-turn policies only once a pause is
+    # asked; asked by a post-turn policy, it is still evaluated in the same turn.
+    a = GateTool("a", open_gate=True)
+    stream = ScriptedStream(
+        [reply_tool_calls(("a", {})), reply_tool_calls(("a", {})), reply_text("never")]
+    )
+    agent: Agent
+    seen: list[int] = []
+    pausing = [True]  # in the first run only
+
+    class PauseOnSecondTurn:
+        name = "pause-on-2"
+
+        def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
+            seen.append(ctx.turn)
+            if pausing[0] and len(seen) == 2:
+                assert agent.pause_nowait()
+                assert agent.pause_nowait()  # asked twice: one pause
+            return CONTINUE
+
+    agent = Agent(
+        model=MODEL, stream_fn=stream, tools=[a], post_turn_policies=[PauseOnSecondTurn()]
+    )
+    result = await agent.prompt("go")
+    assert result.stopped_by == "pause: paused"
+    assert len(stream.calls) == 2
+    assert len(seen) == 2
+
+    # The pause was this run's: the next one runs to its end.
+    agent.stream_fn = ScriptedStream([reply_tool_calls(("a", {})), reply_text("done")])
+    seen.clear()
+    pausing[0] = False
+    result = await agent.prompt("again")
+    assert result.text == "done"
+    assert result.stopped_by is None
+    assert len(seen) == 2
 
 
 async def test_pause_awaited_inside_the_run_is_a_clear_error() -> None:
