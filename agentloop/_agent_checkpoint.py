@@ -60,6 +60,9 @@ class PauseAtTurnEnd:
 class AgentCheckpoints:
     """The checkpoint half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
 
+    if not TYPE_CHECKING:  # no dict of its own (``Agent`` holds the slots); mypy would
+        __slots__ = ()  # check this mixin's assignments against an empty list
+
     system_prompt: Any
     model: ModelSpec
     plan_mode: bool

@@ -30,6 +30,9 @@ def _deprecated(old: str, new: str) -> None:
 class AgentCompat:
     """The old names (a mixin of ``Agent``)."""
 
+    if not TYPE_CHECKING:  # no dict of its own (``Agent`` holds the slots); mypy would
+        __slots__ = ()  # check this mixin's assignments against an empty list
+
     @classmethod
     async def resume(
         cls,

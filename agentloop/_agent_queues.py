@@ -22,6 +22,9 @@ QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
 class AgentQueues:
     """The queue half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
 
+    if not TYPE_CHECKING:  # no dict of its own (``Agent`` holds the slots); mypy would
+        __slots__ = ()  # check this mixin's assignments against an empty list
+
     _lock: threading.Lock
     _steering: list[AgentMessage]
     _follow_up: list[AgentMessage]

@@ -115,6 +115,9 @@ def _with_instruction(
 class AgentRunner:
     """The run half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
 
+    if not TYPE_CHECKING:  # no dict of its own (``Agent`` holds the slots); mypy would
+        __slots__ = ()  # check this mixin's assignments against an empty list
+
     stream_fn: StreamFn
     system_prompt: str | Callable[[], str | Awaitable[str]]
     plan_mode: bool

@@ -20,6 +20,9 @@ Subscriber: TypeAlias = Callable[["AgentEvent"], object]
 class AgentSubscribers:
     """The subscriber half of ``Agent`` (a mixin: ``Agent`` sets these attributes up)."""
 
+    if not TYPE_CHECKING:  # no dict of its own (``Agent`` holds the slots); mypy would
+        __slots__ = ()  # check this mixin's assignments against an empty list
+
     _subscribers: dict[int, Subscriber]
     _subscriber_list: tuple[tuple[int, Subscriber], ...]
     _subscriber_callbacks: tuple[Subscriber, ...]  # the same, without handles (per token)

@@ -3,6 +3,7 @@ and the renamed methods (the old names warn and still work for one release)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -206,3 +207,22 @@ async def test_old_names_warn_and_still_work(tmp_path: Path) -> None:
     with pytest.warns(DeprecationWarning, match="load_session"):
         load: Any = al.resume_session
     assert await load(store, sid) == agent.messages
+
+
+def test_an_agent_keeps_its_state_in_slots_and_a_subclass_may_add_its_own() -> None:
+    # ~50 attributes are past what CPython's shared instance dicts hold: slots save ~1.1 KiB per
+    # agent (B4 makes one per run). A misspelt attribute is an error rather than a silent no-op.
+    agent = al.Agent(model=MODEL, stream_fn=ScriptedStream([reply_text("hi")]))
+    assert not hasattr(agent, "__dict__")
+    with pytest.raises(AttributeError):
+        agent.sytem_prompt = "typo"  # type: ignore[attr-defined]
+    assert weakref.ref(agent)() is agent
+
+    class Mine(al.Agent[str]):
+        def __init__(self, note: str) -> None:
+            super().__init__(model=MODEL, stream_fn=ScriptedStream([reply_text("hi")]))
+            self.note = note
+
+    mine = Mine("mine")
+    assert mine.note == "mine"
+    assert mine.prompt_sync("hello").text == "hi"
