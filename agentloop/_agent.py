@@ -385,7 +385,8 @@ class Agent(
             get_api_key=self.get_api_key,
             get_steering_messages=QueuePoll(self, steering=True),
             get_follow_up_messages=QueuePoll(self, steering=False),
-            pre_turn_policies=[*self.pre_turn_policies, *extra_pre_turn],
+            # Tuples: with no policies, the one empty tuple (a run allocates nothing for them).
+            pre_turn_policies=(*self.pre_turn_policies, *extra_pre_turn),
             pre_dispatch_policies=self.pre_dispatch_policies,
             # The agent's pause policy joins only once a pause is asked (``pause_nowait``):
             # until then no turn pays for evaluating it.
@@ -394,7 +395,7 @@ class Agent(
                 *extra_post_turn,
                 *((self._pauser,) if self._pause_requested else ()),
             ],
-            post_loop_policies=[*self.post_loop_policies, *extra_post_loop],
+            post_loop_policies=(*self.post_loop_policies, *extra_post_loop),
             approval=approval,
             tool_execution=self.tool_execution,
             max_concurrent_tools=self.max_concurrent_tools,

@@ -166,7 +166,7 @@ class AgentRunner:
         self, output: OutputSpec[Any] | None, extras: Sequence[RunExtras] = ()
     ) -> tuple[AgentContext, AgentLoopConfig]:
         tools = list(self._tools.values())
-        toolsets: list[Toolset] = list(self.toolsets)
+        toolsets: tuple[Toolset, ...] = tuple(self.toolsets)
         system_prompt = self.system_prompt
         pre_turn: list[Any] = []
         post_turn: list[Any] = []
@@ -175,7 +175,7 @@ class AgentRunner:
         approval = self.approval
         if self.plan_mode:
             tools = [t for t in tools if getattr(t, "read_only", False)]
-            toolsets = [_ReadOnlyTools(t) for t in toolsets]
+            toolsets = tuple(_ReadOnlyTools(t) for t in toolsets)
             system_prompt = _with_instruction(system_prompt, PLAN_MODE_INSTRUCTION)
         everything = [*extras, output.extras()] if output is not None else list(extras)
         for extra in everything:

@@ -606,7 +606,7 @@ class _Run:
             with self.scope:
                 # Prompts are committed by the first turn, like any pending message.
                 self.pending.extend(prompts)
-                await self._outer(run_turn)
+                await self._turns(run_turn)
         except anyio.get_cancelled_exc_class():
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.flush_pending(TurnEndReason.ABORTED)
@@ -649,12 +649,37 @@ class _Run:
         self.error = note
         self.error_kind = kind
 
-    async def _outer(self, run_turn: Any) -> None:
+    async def _turns(self, run_turn: Any) -> None:
+        """Turns until the run ends: steering after each, then, when the run would end,
+        follow-ups and the post-loop policies (one loop, so one coroutine frame per run)."""
         config = self.config
+        poll = config.get_steering_messages
         while True:
-            await self._inner(run_turn)
+            self.begin_turn()
+            more = await run_turn(self)
+            self.turn += 1
             if self.ended:
                 return
+            if (
+                poll is not None
+                and not self.pending
+                and (self.has_steering is None or self.has_steering())
+            ):
+                # Only when the turn brought no messages of its own: a batch interrupted by
+                # steering already took what the queue's mode allows for this turn.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                try:
+                    steering = list(await poll())
+                except Exception as exc:
+                    raise HookFailed.wrap("get_steering_messages", exc) from exc
+                if steering:
+                    self.pending.extend(steering)
+            elif self.scope.cancel_called:
+                # Aborted as the turn ended (by a callback, with no await since): no new turn.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            if more or self.pending:
+                continue
+            # The run would end here.
             follow_up = config.get_follow_up_messages
             if follow_up is not None and (
                 not isinstance(follow_up, QueuePoll) or follow_up.has_messages()
@@ -679,34 +704,6 @@ class _Run:
                     self.pending.extend(injected)
                     continue
             return
-
-    async def _inner(self, run_turn: Any) -> None:
-        poll = self.config.get_steering_messages
-        while True:
-            self.begin_turn()
-            more = await run_turn(self)
-            self.turn += 1
-            if self.ended:
-                return
-            if (
-                poll is not None
-                and not self.pending
-                and (self.has_steering is None or self.has_steering())
-            ):
-                # Only when the turn brought no messages of its own: a batch interrupted by
-                # steering already took what the queue's mode allows for this turn.
-                await anyio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    steering = list(await poll())
-                except Exception as exc:
-                    raise HookFailed.wrap("get_steering_messages", exc) from exc
-                if steering:
-                    self.pending.extend(steering)
-            elif self.scope.cancel_called:
-                # Aborted as the turn ended (by a callback, with no await since): no new turn.
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            if not more and not self.pending:
-                return
 
 
 _ABORTED = "tool call aborted: the run was cancelled"

@@ -93,7 +93,7 @@ async def test_abort_at_turn_end_leaves_follow_ups_queued() -> None:
     """An abort requested as the last turn ends still polls (and consumes) a follow-up.
 
     Expected: the run ends aborted without polling follow-ups; "later" stays queued. Actual:
-    ``_outer`` awaits ``get_follow_up_messages()`` with no cancellation check (the poll itself
+    ``_turns`` awaits ``get_follow_up_messages()`` with no cancellation check (the poll itself
     need not checkpoint), so the follow-up is taken, committed in a new turn, and only then
     does the abort take effect: the history ends with an unanswered "later".
     """
@@ -121,7 +121,7 @@ async def test_polled_steering_survives_a_stopping_policy() -> None:
     """Steering polled during a tool batch is lost when a post-turn policy stops the run.
 
     Expected: the steering message is committed (or stays queued). Actual: the batch moves it
-    to ``run.pending``, the post-turn ``Stop`` sets ``run.ended``, and ``_inner`` returns
+    to ``run.pending``, the post-turn ``Stop`` sets ``run.ended``, and ``_turns`` returns
     without committing pending messages: the message is in neither the history nor the queue.
     ``Agent.pause()`` is such a policy, so pausing a run loses steering given during its last
     batch.
@@ -227,7 +227,7 @@ async def test_messages_flushed_after_an_abort_get_a_new_turn_number() -> None:
     polled and interrupts ``long``; the abort is requested when ``long``'s end is emitted.
     Expected: ``TurnEnd(aborted, turn=0)``, then the steering committed in ``TurnStart(turn=1)``
     ... ``TurnEnd(turn=1)``. Actual: the flush turn is ``TurnStart(turn=0)`` again: on the
-    abort path ``close_turn`` ends turn 0 but nothing advances ``run.turn`` (``_inner`` does it
+    abort path ``close_turn`` ends turn 0 but nothing advances ``run.turn`` (``_turns`` does it
     only after a turn returns normally), and ``flush_pending`` uses ``run.turn`` as it is.
     Advancing ``self.turn`` at the end of ``close_turn`` fixes it.
     """

@@ -110,11 +110,11 @@ async def run_steered(mode: Any) -> tuple[Agent, ScriptedStream, list[AgentEvent
 
 
 # LOOP BUG: in one-at-a-time mode the turn that was interrupted by steering delivers two
-# steering messages: the batch takes s1 (after tool a ends) and then ``_Run._inner``
+# steering messages: the batch takes s1 (after tool a ends) and then ``_Run._turns``
 # (agentloop/_loop.py) polls the steering source again after that same turn and takes s2, so
 # the model's second call sees ["s1", "s2"]. The seed's flow (agent-loop.md, and pi's loop)
 # polls at the turn end only when the batch brought no steering of its own: one message per
-# turn. Suggested fix: in ``_inner``, skip the poll after a turn whose batch took steering.
+# turn. Suggested fix: in ``_turns``, skip the poll after a turn whose batch took steering.
 async def test_steering_one_at_a_time_delivers_one_message_per_turn() -> None:
     agent, stream, events = await run_steered("one_at_a_time")
     assert new_user_texts(stream) == [["start"], ["s1"], ["s2"], ["s3"]]
@@ -296,7 +296,7 @@ async def test_abort_never_consumes_a_queued_steering_message() -> None:
 # ``batch.steering``, so ``flush_pending`` never sees it and the message is lost (neither in the
 # history nor left in the source). The Agent's own source now refuses to hand out messages to a
 # cancelled run, which hides this for agents. Suggested fix: ``checkpoint_if_cancelled()`` at
-# the top of ``Batch._poll_steering`` (as ``_inner`` does), and/or have ``close_turn`` move
+# the top of ``Batch._poll_steering`` (as ``_turns`` does), and/or have ``close_turn`` move
 # ``batch.steering`` into ``run.pending``. The conformance suite finds it too
 # (tests/conformance/test_abort.py, entry "run_loop").
 async def test_run_loop_abort_never_loses_a_polled_steering_message() -> None:
