@@ -135,10 +135,11 @@ class AgentCheckpoints:
         self._pause_requested = True
         run = self._run
         if run is not None:
-            # The run's own list (``Agent._config`` builds one per run): appended to in place,
-            # so a post-turn policy asking for the pause sees it evaluated in the same turn.
+            # The run's own list (``Agent._config`` builds one per run), appended to in place:
+            # a post-turn policy asking for the pause sees it evaluated in that same turn.
             policies = run.config.post_turn_policies
             assert isinstance(policies, list)
-            if self._pauser not in policies:
-                policies.append(self._pauser)
+            pauser = self._pauser
+            if not any(policy is pauser for policy in policies):
+                policies.append(pauser)
         return True

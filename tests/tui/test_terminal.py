@@ -91,7 +91,9 @@ class Tmux:
         # reaped the process: until both are known the command counts as running.
         if status:
             return int(status), int(pid)
-        return (-int(killed_by) if killed_by else None), int(pid)
+        if killed_by:
+            return -int(killed_by), int(pid)
+        return _zombie_status(int(pid)), int(pid)
 
     def wait_exited(self, what: str, timeout: float = 20) -> int:
         """The exit status of the pane's command once it ends; fails after ``timeout`` s."""
@@ -116,6 +118,24 @@ class Tmux:
             os.unlink(socket)  # tmux leaves it behind
         if status is None:
             _end(pid)
+
+
+def _zombie_status(pid: int) -> int | None:
+    """The exit status of process ``pid`` if it has ended but is not yet reaped, else ``None``.
+
+    tmux 3.3a now and then leaves a pane's ended process unreaped for good (a zombie: its
+    server sleeps in ``poll`` with no signal pending), so it never learns the exit status. The
+    kernel keeps it for the parent: ``/proc/PID/stat`` field 52 holds it as ``waitpid`` would
+    report it (Linux ≥ 3.5).
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after the command's name
+    except (FileNotFoundError, ProcessLookupError):
+        return None  # reaped meanwhile: tmux has the status now
+    if fields[0] != b"Z":
+        return None
+    return os.waitstatus_to_exitcode(int(fields[-1]))
 
 
 def _end(pid: int, timeout: float = 10) -> None:
