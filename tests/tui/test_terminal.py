@@ -123,7 +123,7 @@ class Tmux:
 def _zombie_status(pid: int) -> int | None:
     """The exit status of process ``pid`` if it has ended but is not yet reaped, else ``None``.
 
-    tmux 3.3a now and then leaves a pane's ended process unreaped for good (a zombie: its
+    tmux 3.3a now and then leaves a pane's ended process unreaped (a zombie, 20 s and more: its
     server sleeps in ``poll`` with no signal pending), so it never learns the exit status. The
     kernel keeps it for the parent: ``/proc/PID/stat`` field 52 holds it as ``waitpid`` would
     report it (Linux ≥ 3.5).
