@@ -582,8 +582,8 @@ class Agent(
     async def continue_run(self, *, output_type: type[U]) -> AgentResult[U]: ...
     async def continue_run(self, *, output_type: Any = None) -> AgentResult[Any]:
         """Continue from the history (or from queued messages, when it is empty): after a tool
-        result, a user message, queued messages, or a failed answer (which is retried; after a context overflow with the overflow
-        signal set, so the transformers prune harder).
+        result, a user message, queued messages, or a failed answer (which is retried; after a
+        context overflow with the overflow signal set, so the transformers prune harder).
 
         Raises:
             NoMessages: the history is empty and nothing is queued.

@@ -4,8 +4,8 @@ Runs one workload twice under ``valgrind --tool=callgrind`` (0 turns and N turns
 warm-up) and prints ``(I(N) - I(0)) / N``: the instructions one tool turn costs, through
 ``Agent`` + ``@tool`` (``--impl agent``) or the hand-written floor (``--impl floor``). Wall-time
 ratios move by ±5% on a shared machine; this count (under one fixed hash seed) repeats to a
-few instructions, which is what an A/B of a small change needs. Needs ``valgrind`` (``apt-get install valgrind``); slow (about
-ten seconds per count).
+few instructions, which is what an A/B of a small change needs. Needs ``valgrind``
+(``apt-get install valgrind``); slow (about ten seconds per count).
 
     python -m benchmarks.instructions --backend trio --impl agent --turns 200
 """
