@@ -49,27 +49,33 @@ class AgentQueues:
             self._follow_up.append(self._as_message(message))
 
     def clear_steering(self) -> None:
+        """Drop the queued steering messages."""
         with self._lock:
             self._steering.clear()
 
     def clear_follow_up(self) -> None:
+        """Drop the queued follow-ups."""
         with self._lock:
             self._follow_up.clear()
 
     def clear_queues(self) -> None:
+        """Drop every queued message, steering and follow-up."""
         with self._lock:
             self._steering.clear()
             self._follow_up.clear()
 
     def has_queued_messages(self) -> bool:
+        """Whether a steering message or a follow-up waits."""
         return bool(self._steering or self._follow_up)
 
     @property
     def queued_steering(self) -> list[AgentMessage]:
+        """A copy of the steering messages waiting, oldest first."""
         return list(self._steering)
 
     @property
     def queued_follow_up(self) -> list[AgentMessage]:
+        """A copy of the follow-ups waiting, oldest first."""
         return list(self._follow_up)
 
     def _take(self, queue: list[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
