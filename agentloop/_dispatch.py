@@ -29,7 +29,7 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from ._errors import HookFailed, single_exception
+from ._errors import HookFailed
 from ._events import AgentToolResult, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
 from ._policy import (
     ApprovedWith,
@@ -68,6 +68,7 @@ class _Slot:
         "cancelled",
         "context",
         "ended",
+        "finished",
         "result",
         "started",
         "task",
@@ -86,6 +87,7 @@ class _Slot:
         self.context: ToolContext[Any] | None = None
         self.started = False
         self.ended = False
+        self.finished = False  # its task has ended
 
 
 def _broken_json(call: ToolCall) -> str:
@@ -138,7 +140,6 @@ class Batch:
         self.interrupted = False
         self.stopped: str | None = None
         self.failure: Exception | None = None
-        self._group: anyio.CancelScope | None = None
 
     # ---------------------------------------------------------------- events
 
@@ -334,11 +335,12 @@ class Batch:
                     ),
                 )
         # Pass one: the policies see the whole batch before anything is approved.
-        for slot in self.slots:
-            if not slot.ended and not self._check(slot):
-                if self.stopped is not None:
-                    self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
-                    return []
+        if run.config.pre_dispatch_policies:
+            for slot in self.slots:
+                if not slot.ended and not self._check(slot):
+                    if self.stopped is not None:
+                        self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
+                        return []
         # Pass two: approval, then validation.
         ready: list[_Slot] = []
         asks = run.config.approval is not None
@@ -347,11 +349,11 @@ class Batch:
                 continue
             if asks:
                 await anyio.lowlevel.checkpoint_if_cancelled()
-            if not await self._approve(slot):
-                if self.stopped is not None:
-                    self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
-                    return []
-                continue
+                if not await self._approve(slot):
+                    if self.stopped is not None:
+                        self.resolve_unfinished(f"tool call not run: stopped by {self.stopped}")
+                        return []
+                    continue
             if self._validate(slot):
                 ready.append(slot)
         return ready
@@ -359,37 +361,44 @@ class Batch:
     # ---------------------------------------------------------------- execution
 
     async def execute(self, ready: list[_Slot]) -> None:
-        """Run the prepared calls in the configured groups."""
+        """Run the prepared calls in the configured groups, each group to its end.
+
+        Each call is a child task of the run's task group, in the cancel scope of its own task
+        handle; a group ends when every one of its calls' tasks has finished (a call cancelled
+        by steering, or whose sibling's steering hook failed, included).
+        """
         if not ready:
             return
-        strategy = self.run.config.tool_execution
+        run = self.run
+        strategy = run.config.tool_execution
         if strategy == "concurrent":
             groups: Sequence[Sequence[_Slot]] = [ready]
         elif strategy == "sequential":
             groups = [[slot] for slot in ready]
         else:
             groups = self._partition(ready, strategy)
-        limit = self.run.config.max_concurrent_tools
+        limit = run.config.max_concurrent_tools
         limiter = anyio.CapacityLimiter(limit) if limit else None
+        tasks = run.tasks
+        assert tasks is not None, "a batch runs inside its run's task group"
+        scope = run.scope
         for group in groups:
             if self.interrupted:
                 break
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            try:
-                async with anyio.create_task_group() as tg:
-                    self._group = tg.cancel_scope
-                    for slot in group:
-                        slot.task = tg.start_soon(self._run_call, slot, limiter)
-            except BaseExceptionGroup as group_error:
-                # Children keep their failures; this is a bug's last line of defence.
-                raise single_exception(group_error) from None
-            finally:
-                self._group = None
+            if scope.cancel_called:  # aborted: no call of this group starts
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            for slot in group:
+                # ``create_task`` with a name: ``start_soon`` would derive one per call.
+                slot.task = tasks.create_task(self._run_call(slot, limiter), name=slot.call.name)
+            for slot in group:
+                if not slot.finished:
+                    assert slot.task is not None
+                    await slot.task.wait()
             if self.failure is not None:
                 raise self.failure
-            # Backends differ on whether a task group whose children all finished raises a
-            # pending cancellation on exit; check explicitly so an abort ends this turn on all.
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # Aborted as the group ended (by a callback, with no await since): no more calls.
+            if scope.cancel_called:
+                await anyio.lowlevel.checkpoint_if_cancelled()
         if self.interrupted:
             self.resolve_unfinished(STEERING_CANCELLED)
 
@@ -411,37 +420,44 @@ class Batch:
     async def _run_call(self, slot: _Slot, limiter: anyio.CapacityLimiter | None) -> None:
         # The call's own task, inside the cancel scope of its task handle (``slot.task``):
         # cancelling the handle cancels this call alone. A call cancelled that way ends here
-        # if its tool still returned, else when the group is left (``resolve_unfinished``).
-        if limiter is not None:
-            async with limiter:
-                await self._execute(slot)
-        else:
-            await self._execute(slot)
-        if not slot.ended:
-            if slot.result is None or slot.cancelled:
-                # Cancelled by steering before it finished (or before it started).
-                self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
-            else:
-                self._end(slot, slot.result)
-        has_steering = self.run.has_steering
-        if has_steering is not None and not has_steering():
-            return  # the agent's queue is empty: nothing to poll
+        # if its tool still returned, else when its group ends (``resolve_unfinished``).
         try:
-            await self._poll_steering()
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            self._fail(HookFailed.wrap("get_steering_messages", exc), exc)
-        except BaseException as exc:
-            self.run.interrupt(exc, "get_steering_messages")
+            if limiter is not None:
+                async with limiter:
+                    await self._execute(slot)
+            else:
+                await self._execute(slot)
+            if not slot.ended:
+                if slot.result is None or slot.cancelled:
+                    # Cancelled by steering before it finished (or before it started).
+                    self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
+                else:
+                    self._end(slot, slot.result)
+            has_steering = self.run.has_steering
+            if has_steering is not None and not has_steering():
+                return  # the agent's queue is empty: nothing to poll
+            try:
+                await self._poll_steering()
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:
+                self._fail(HookFailed.wrap("get_steering_messages", exc), exc)
+            except BaseException as exc:
+                self.run.interrupt(exc, "get_steering_messages")
+        finally:
+            # Set as the task ends (its handle's event is set in the same step): the batch
+            # need not wait for it.
+            slot.finished = True
 
     def _fail(self, failure: HookFailed, cause: Exception) -> None:
-        """Keep the first failure of a child and cancel the group; ``execute`` raises it."""
+        """Keep the first failure of a child and cancel the other calls; ``execute`` raises it
+        once they have ended."""
         if self.failure is None:
             failure.__cause__ = cause
             self.failure = failure
-        if self._group is not None:
-            self._group.cancel()
+        for slot in self.slots:
+            if slot.task is not None and not slot.finished:
+                slot.task.cancel()
 
     async def _execute(self, slot: _Slot) -> None:
         tool = slot.tool

@@ -25,6 +25,7 @@ from ._types import (
     StopReason,
     ToolCall,
     ToolResultMessage,
+    UserMessage,
 )
 
 if TYPE_CHECKING:
@@ -137,23 +138,28 @@ class History:
         self._index(message)
 
     def _index(self, message: AgentMessage) -> None:
-        convert = self.convert
-        llm: LlmMessage | None
-        if convert is default_convert_to_llm:
-            llm = default_convert_to_llm(message)
-        else:
-            try:
-                llm = convert(message)
-            except Exception as exc:
-                log.debug("convert_to_llm raised", exc_info=True)
-                if self.failure is None:
-                    self.failure = HookFailed.wrap("convert_to_llm", exc)
-                    self.failure.__cause__ = exc
-                llm = None
-        if llm is not None and not is_failed_answer(llm):
-            self.llm_messages.append(llm)
-        self.llm_before.append(len(self.llm_messages))
         cls = type(message)
+        llm_messages = self.llm_messages
+        convert = self.convert
+        if convert is default_convert_to_llm and (cls is ToolResultMessage or cls is UserMessage):
+            # What the default converter does for these, without the call (once per message).
+            llm_messages.append(message)  # type: ignore[arg-type]  # (narrowed by its type)
+        else:
+            llm: LlmMessage | None
+            if convert is default_convert_to_llm:
+                llm = default_convert_to_llm(message)
+            else:
+                try:
+                    llm = convert(message)
+                except Exception as exc:
+                    log.debug("convert_to_llm raised", exc_info=True)
+                    if self.failure is None:
+                        self.failure = HookFailed.wrap("convert_to_llm", exc)
+                        self.failure.__cause__ = exc
+                    llm = None
+            if llm is not None and not is_failed_answer(llm):
+                llm_messages.append(llm)
+        self.llm_before.append(len(llm_messages))
         if cls is AssistantMessage:
             assert isinstance(message, AssistantMessage)
             if message.stop_reason is not StopReason.ERROR:

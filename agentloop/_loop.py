@@ -16,7 +16,7 @@ import anyio.lowlevel
 
 from ._agent_queues import QueuePoll
 from ._config import AgentLoopConfig, TransformContext
-from ._errors import HookFailed
+from ._errors import HookFailed, single_exception
 from ._events import (
     AgentEnd,
     AgentStart,
@@ -48,6 +48,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ._abc import AgentTool, Instrumentation
     from ._channel import EventChannel
     from ._dispatch import Batch
@@ -92,7 +94,9 @@ class _Run:
         "scope",
         "stop_reason",
         "stopped_by",
+        "suspended",
         "system_prompt",
+        "tasks",
         "token",
         "tool_schemas",
         "static_tools",
@@ -127,6 +131,11 @@ class _Run:
         # makes none (the Agent turns it on when a subscriber joins mid-run).
         self.updates = updates
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
+        # The task group of the run's tool calls, opened at its first batch (see ``run_turn``):
+        # each call is a child task of the run, inside the cancel scope of its task handle.
+        self.tasks: TaskGroup | None = None
+        # The turn waiting for the task group to open: its answer and the calls to execute.
+        self.suspended: tuple[AssistantMessage, list[Any]] | None = None
         self.system_prompt = context.system_prompt
         self.static_tools: Sequence[AgentTool] = config.tools or context.tools
         self.toolset_tools: list[AgentTool] = []
@@ -597,7 +606,7 @@ class _Run:
                 hook.exit(failure)
 
     async def _run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
-        from ._turn import run_turn
+        from ._turn import resume_turn, run_turn
 
         self.loop_thread = threading.get_ident()
         self.token = anyio.lowlevel.current_token()
@@ -606,7 +615,8 @@ class _Run:
             with self.scope:
                 # Prompts are committed by the first turn, like any pending message.
                 self.pending.extend(prompts)
-                await self._turns(run_turn)
+                if await self._turns(run_turn):
+                    await self._in_task_group(run_turn, resume_turn)
         except anyio.get_cancelled_exc_class():
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.flush_pending(TurnEndReason.ABORTED)
@@ -649,17 +659,54 @@ class _Run:
         self.error = note
         self.error_kind = kind
 
-    async def _turns(self, run_turn: Any) -> None:
+    async def _in_task_group(self, run_turn: Any, resume_turn: Any) -> None:
+        """The rest of the run inside the task group of its tool calls: the turn that waits for
+        it (``suspended``), then the turns after it.
+
+        What the turns raise (other than a cancellation, which the group itself handles) is
+        kept while the group closes and raised after it as itself, never in a group; the
+        calls still running, if any, are cancelled first.
+        """
+        escaped: BaseException | None = None
+        try:
+            async with anyio.create_task_group() as tasks:
+                self.tasks = tasks
+                try:
+                    await self._turns(run_turn, await resume_turn(self))
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except BaseException as exc:
+                    escaped = exc
+                    tasks.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # A call's task raised: ``Batch`` keeps every failure of its own, so this is a
+            # bug's last line of defence.
+            raise single_exception(group) from None
+        finally:
+            self.tasks = None
+        if escaped is not None:
+            raise escaped
+
+    async def _turns(self, run_turn: Any, resumed: bool | None = None) -> bool:
         """Turns until the run ends: steering after each, then, when the run would end,
-        follow-ups and the post-loop policies (one loop, so one coroutine frame per run)."""
+        follow-ups and the post-loop policies (one loop, so one coroutine frame per run).
+
+        Returns ``True`` when a turn waits for the run's task group (``run_turn`` returned
+        ``None``); ``resumed`` is what that turn returned once resumed, and the loop goes on
+        from its end.
+        """
         config = self.config
         poll = config.get_steering_messages
+        more = resumed
         while True:
-            self.begin_turn()
-            more = await run_turn(self)
+            if more is None:
+                self.begin_turn()
+                more = await run_turn(self)
+                if more is None:
+                    return True
             self.turn += 1
             if self.ended:
-                return
+                return False
             if (
                 poll is not None
                 and not self.pending
@@ -678,6 +725,7 @@ class _Run:
                 # Aborted as the turn ended (by a callback, with no await since): no new turn.
                 await anyio.lowlevel.checkpoint_if_cancelled()
             if more or self.pending:
+                more = None
                 continue
             # The run would end here.
             follow_up = config.get_follow_up_messages
@@ -692,6 +740,7 @@ class _Run:
                     raise HookFailed.wrap("get_follow_up_messages", exc) from exc
                 if follow:
                     self.pending.extend(follow)
+                    more = None
                     continue
             if config.post_loop_policies:
                 stop, injected = self.run_turn_policies(
@@ -699,11 +748,12 @@ class _Run:
                 )
                 if stop is not None:
                     self.stopped_by = stop
-                    return
+                    return False
                 if injected:
                     self.pending.extend(injected)
+                    more = None
                     continue
-            return
+            return False
 
 
 _ABORTED = "tool call aborted: the run was cancelled"

@@ -317,7 +317,6 @@ class FunctionTool:
         self._args_type: type[msgspec.Struct] = msgspec.defstruct(
             f"{self.name}_arguments", fields, kw_only=True, forbid_unknown_fields=True
         )
-        self._field_names: tuple[str, ...] = self._args_type.__struct_fields__
         self.parameters = _inline_schema(msgspec.json.schema(self._args_type), arg_docs)
 
     def validate_arguments(self, arguments: Any) -> Any:
@@ -336,8 +335,8 @@ class FunctionTool:
             raise ToolArgumentError(str(exc)) from None
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
-        if isinstance(arguments, self._args_type):
-            kwargs = {f: getattr(arguments, f) for f in self._field_names}
+        if type(arguments) is self._args_type:
+            kwargs = msgspec.structs.asdict(arguments)
         else:
             kwargs = dict(arguments)
         ctx = _current_context.get()

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ._instrumentation import Hook, ModelCallInfo
     from ._loop import _Run
 
-__all__ = ["run_turn"]
+__all__ = ["resume_turn", "run_turn"]
 
 log = logging.getLogger("agentloop.loop")
 _NONE: frozenset[str] = frozenset()
@@ -278,16 +278,22 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
 def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
     """Give a fresh unique id to every tool call whose id is missing or repeated."""
     seen: set[str] = set()
-    changed = False
+    for block in message.content:
+        if type(block) is ToolCall:
+            if not block.id or block.id in seen:
+                break
+            seen.add(block.id)
+    else:
+        return message  # every id present and distinct: the usual case, nothing to build
+    seen.clear()
     content: list[Any] = []
     for block in message.content:
         if type(block) is ToolCall:
             if not block.id or block.id in seen:
                 block = msgspec.structs.replace(block, id=f"call_{os.urandom(12).hex()}")
-                changed = True
             seen.add(block.id)
         content.append(block)
-    return msgspec.structs.replace(message, content=content) if changed else message
+    return msgspec.structs.replace(message, content=content)
 
 
 async def _post_turn(
@@ -327,9 +333,12 @@ async def _post_turn(
     return results
 
 
-async def run_turn(run: _Run) -> bool:
+async def run_turn(run: _Run) -> bool | None:
     """Run one turn, which the caller has begun (``run.begin_turn()``); returns whether the
-    model needs another turn (tools were run).
+    model needs another turn (tools were run), or ``None`` when the turn waits for the run's
+    task group: the run's first batch of calls to execute is kept in ``run.suspended``, and
+    the run opens its task group and calls ``resume_turn``. (A run that never runs a tool
+    opens none: a task group costs about ten microseconds.)
 
     A cancellation propagates from here with the turn open: the run closes it as aborted.
     """
@@ -339,8 +348,14 @@ async def run_turn(run: _Run) -> bool:
         run.commit(message)
     if config.toolsets:
         run.refresh_tools()
-    system_prompt = await _system_prompt(run)
-    request = await _request(run, system_prompt)
+    system_prompt = run.system_prompt if config.system_prompt is None else await _system_prompt(run)
+    if run.incremental and not run.overflow_signal:
+        # No transformer and nothing to prune: the request is the history as converted.
+        request = LlmContext(
+            system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
+        )
+    else:
+        request = await _request(run, system_prompt)
     if config.pre_turn_policies:
         stop, injected = run.run_turn_policies(
             config.pre_turn_policies, run.policy_context(), "pre-turn"
@@ -356,8 +371,12 @@ async def run_turn(run: _Run) -> bool:
                 system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
             )
     model = config.model
-    # The last point before a request leaves: an abort that came in meanwhile sends nothing.
-    await anyio.lowlevel.checkpoint_if_cancelled()
+    # The last point before a request leaves: an abort that came in meanwhile (by a callback,
+    # a policy, a tool of another task) sends nothing. Only the run's own scope is looked at
+    # (an attribute, where a full check costs microseconds): a cancellation from outside the
+    # run takes effect at the request's first await, before anything is sent.
+    if run.scope.cancel_called:
+        await anyio.lowlevel.checkpoint_if_cancelled()
     options = _turn_options(run)
     run.open_answer()
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
@@ -375,7 +394,8 @@ async def run_turn(run: _Run) -> bool:
     stop_reason = message.stop_reason
 
     if stop_reason is StopReason.ERROR or stop_reason is StopReason.ABORTED:
-        await _post_turn(run, message, [])
+        if config.post_turn_policies:
+            await _post_turn(run, message, [])
         run.end_with(message)
         reason = TurnEndReason.ERROR if stop_reason is StopReason.ERROR else TurnEndReason.ABORTED
         run.end_turn(reason, message)
@@ -384,7 +404,8 @@ async def run_turn(run: _Run) -> bool:
     run.answer_stopped(stop_reason)
     calls = message.tool_calls
     if not calls:
-        await _post_turn(run, message, [])
+        if config.post_turn_policies:
+            await _post_turn(run, message, [])
         run.end_turn(TurnEndReason.COMPLETE, message)
         return False
 
@@ -396,10 +417,33 @@ async def run_turn(run: _Run) -> bool:
         else _NONE
     )
     ready = await batch.prepare(incomplete)
-    if batch.stopped is None:
+    if batch.stopped is None and ready:
+        if run.tasks is None:
+            run.suspended = (message, ready)
+            return None
         await batch.execute(ready)
     results = batch.results()
-    results = await _post_turn(run, message, results)
+    if config.post_turn_policies:
+        results = await _post_turn(run, message, results)
+    return _tools_done(run, message, batch, results)
+
+
+async def resume_turn(run: _Run) -> bool:
+    """Finish the turn ``run_turn`` left waiting for the run's task group (now open)."""
+    assert run.suspended is not None and run.batch is not None
+    (message, ready), run.suspended = run.suspended, None
+    batch = run.batch
+    await batch.execute(ready)
+    results = batch.results()
+    if run.config.post_turn_policies:
+        results = await _post_turn(run, message, results)
+    return _tools_done(run, message, batch, results)
+
+
+def _tools_done(
+    run: _Run, message: AssistantMessage, batch: Batch, results: list[ToolResultMessage]
+) -> bool:
+    """Commit a batch's results and end its turn; whether the model needs another turn."""
     run.finish_batch()
     for result in results:
         run.commit(result)

@@ -194,7 +194,7 @@ class ThinkingLevel(enum.StrEnum):
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     if not b:
-        return dict(a)
+        return dict(a) if a else {}
     out = dict(a)
     for key, value in b.items():
         out[key] = out.get(key, 0) + value

@@ -285,3 +285,40 @@ async def test_a_fail_open_turn_policy_counts_as_continue(slot: str) -> None:
     )
     assert result.stop_reason is al.StopReason.STOP
     assert result.text == "fine"
+
+
+# ---------------------------------------------------------------- inside the run's task group
+
+
+@pytest.mark.parametrize(
+    "raised", [ValueError("broken"), KeyboardInterrupt()], ids=["Exception", "KeyboardInterrupt"]
+)
+async def test_a_failure_after_the_first_batch_reaches_the_caller_as_itself(
+    raised: BaseException,
+) -> None:
+    # The turns after a run's first batch of calls run inside the task group of its calls:
+    # what a hook raises there still ends the run with complete events and comes out as
+    # itself (a named hook failure in the result, or the KeyboardInterrupt), never in a group.
+    requests = 0
+
+    def transform(messages: list[al.AgentMessage], ctx: al.loop.TransformContext) -> Any:
+        nonlocal requests
+        requests += 1
+        if requests == 2:
+            raise raised
+        return messages
+
+    script = [reply_tool_calls(("ok_tool", {})), reply_text("never")]
+    cfg = config(script, tools=[ok_tool], transform_context=transform)
+    rec = Recorder()
+    if isinstance(raised, Exception):
+        result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg, on_event=rec)
+        assert result.error == "transform_context raised ValueError: broken"
+        assert result.error_kind is al.ErrorKind.HOOK
+    else:
+        with pytest.raises(KeyboardInterrupt) as info:
+            await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg, on_event=rec)
+        assert info.value is raised
+    assert requests == 2
+    assert [e.name for e in rec.of(al.ToolExecutionEnd)] == ["ok_tool"]
+    assert_complete(rec.events)

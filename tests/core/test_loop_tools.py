@@ -46,6 +46,55 @@ async def test_a_batch_runs_all_at_once() -> None:
     assert not any(r.is_error for r in results_of(result.messages))
 
 
+async def test_each_call_is_a_task_of_its_own_in_one_task_group_per_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A run opens one task group for its calls, at its first batch, and keeps it for the later
+    # ones (a task group per batch cost about ten microseconds a turn); a run that calls no
+    # tool opens none. Every call is still a task of its own, a child of the run's task.
+    opened: list[int] = []
+    real = anyio.create_task_group
+
+    def counting() -> Any:
+        opened.append(1)
+        return real()
+
+    monkeypatch.setattr(anyio, "create_task_group", counting)
+    run_task = 0
+    call_tasks: list[int] = []
+
+    @al.tool
+    async def where() -> str:
+        """Note the task running this call."""
+        call_tasks.append(anyio.get_current_task().id)
+        return "ok"
+
+    def note_run_task(event: al.AgentEvent) -> None:
+        nonlocal run_task
+        if isinstance(event, al.AgentStart):
+            run_task = anyio.get_current_task().id
+
+    batch = reply_tool_calls(("where", {}), ("where", {}))
+    script = [batch, batch, batch, reply_text("done")]
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[where]), on_event=note_run_task
+    )
+    assert result.stop_reason is al.StopReason.STOP
+    assert len(opened) == 1
+    assert len(call_tasks) == 6
+    # Ids of tasks alive at once differ (trio's are reused once a task is gone): the two
+    # calls of each batch, and the run's own task, which outlives them all.
+    assert all(call_tasks[i] != call_tasks[i + 1] for i in range(0, 6, 2))
+    assert run_task not in call_tasks
+
+    opened.clear()
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config([reply_text("no tools")], tools=[where])
+    )
+    assert result.output == "no tools"
+    assert opened == []
+
+
 async def test_sequential_strategy_runs_in_call_order() -> None:
     order: list[str] = []
     active = 0
