@@ -226,6 +226,8 @@ class AgentRunner:
         self._run = run
         self._token = anyio.lowlevel.current_token()
         self._loop_thread = threading.get_ident()
+        if run is not None:
+            run.token = self._token
 
     def _release(self, result: AgentResult[Any] | None) -> None:
         if result is not None:
@@ -275,7 +277,8 @@ class AgentRunner:
         elif cls is ToolExecutionEnd:
             assert isinstance(event, ToolExecutionEnd)
             self.running_tool_calls.discard(event.call_id)
-        self._notify(event)
+        if self._subscriber_list:
+            self._notify(event)
 
     def _session_report(
         self, result: AgentResult[OutputT], recording: _Recording
@@ -387,6 +390,7 @@ class AgentStream(EventStream[OutputT]):
                 history=agent._history_for(config),
             )
             agent._run = self.run
+            self.run.token = agent._token
             # The run's task copies the context it is started in, and the body of the
             # ``async with`` consumes the run's events: both count as inside the run.
             self._inside = _inside_runs.set((*_inside_runs.get(), agent))

@@ -132,6 +132,8 @@ class _Updates:
 class Batch:
     """The tool calls of one assistant message, from policies to committed results."""
 
+    __slots__ = ("calls", "failure", "interrupted", "run", "slots", "steering", "stopped")
+
     def __init__(self, run: _Run, calls: Sequence[ToolCall]) -> None:
         self.run = run
         self.calls = list(calls)
@@ -385,7 +387,10 @@ class Batch:
         for group in groups:
             if self.interrupted:
                 break
-            if scope.cancel_called:  # aborted: no call of this group starts
+            if scope.cancel_called:
+                # Aborted (by a callback, with no await since): no call of this group starts.
+                # A cancellation while a group runs is raised by the wait for its calls; one
+                # after the last group is seen as the turn ends.
                 await anyio.lowlevel.checkpoint_if_cancelled()
             for slot in group:
                 # ``create_task`` with a name: ``start_soon`` would derive one per call.
@@ -396,9 +401,6 @@ class Batch:
                     await slot.task.wait()
             if self.failure is not None:
                 raise self.failure
-            # Aborted as the group ended (by a callback, with no await since): no more calls.
-            if scope.cancel_called:
-                await anyio.lowlevel.checkpoint_if_cancelled()
         if self.interrupted:
             self.resolve_unfinished(STEERING_CANCELLED)
 

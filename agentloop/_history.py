@@ -141,7 +141,11 @@ class History:
         cls = type(message)
         llm_messages = self.llm_messages
         convert = self.convert
-        if convert is default_convert_to_llm and (cls is ToolResultMessage or cls is UserMessage):
+        if convert is default_convert_to_llm and (
+            cls is ToolResultMessage
+            or cls is UserMessage
+            or (cls is AssistantMessage and message.stop_reason is not StopReason.ERROR)  # type: ignore[union-attr]
+        ):
             # What the default converter does for these, without the call (once per message).
             llm_messages.append(message)  # type: ignore[arg-type]  # (narrowed by its type)
         else:

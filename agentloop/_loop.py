@@ -31,6 +31,7 @@ from ._instrumentation import Observer, RunInfo, enter, inherited
 from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
 from ._stream import Accumulator
 from ._tools import RunLink
+from ._turn import resume_turn, run_turn
 from ._types import (
     AgentContext,
     AgentMessage,
@@ -606,17 +607,16 @@ class _Run:
                 hook.exit(failure)
 
     async def _run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
-        from ._turn import resume_turn, run_turn
-
         self.loop_thread = threading.get_ident()
-        self.token = anyio.lowlevel.current_token()
+        if self.token is None:  # (an agent hands over the one it took: 3 µs each)
+            self.token = anyio.lowlevel.current_token()
         self.emit(AgentStart())
         try:
             with self.scope:
                 # Prompts are committed by the first turn, like any pending message.
                 self.pending.extend(prompts)
-                if await self._turns(run_turn):
-                    await self._in_task_group(run_turn, resume_turn)
+                if await self._turns():
+                    await self._in_task_group()
         except anyio.get_cancelled_exc_class():
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.flush_pending(TurnEndReason.ABORTED)
@@ -659,7 +659,7 @@ class _Run:
         self.error = note
         self.error_kind = kind
 
-    async def _in_task_group(self, run_turn: Any, resume_turn: Any) -> None:
+    async def _in_task_group(self) -> None:
         """The rest of the run inside the task group of its tool calls: the turn that waits for
         it (``suspended``), then the turns after it.
 
@@ -672,7 +672,7 @@ class _Run:
             async with anyio.create_task_group() as tasks:
                 self.tasks = tasks
                 try:
-                    await self._turns(run_turn, await resume_turn(self))
+                    await self._turns(await resume_turn(self))
                 except anyio.get_cancelled_exc_class():
                     raise
                 except BaseException as exc:
@@ -687,7 +687,7 @@ class _Run:
         if escaped is not None:
             raise escaped
 
-    async def _turns(self, run_turn: Any, resumed: bool | None = None) -> bool:
+    async def _turns(self, resumed: bool | None = None) -> bool:
         """Turns until the run ends: steering after each, then, when the run would end,
         follow-ups and the post-loop policies (one loop, so one coroutine frame per run).
 

@@ -415,17 +415,53 @@ class Accumulator:
 
     def _apply(self, event: AssistantMessageEvent) -> None:
         cls = type(event)
-        # The most frequent events first: this runs once per streamed token.
-        if cls is TextDelta:
+        # The events every answer has first (a well-formed delta never comes here: ``push``
+        # takes it on its own path).
+        if cls is Done:
+            assert isinstance(event, Done)
+            self.done = True
+            self.stop_reason = event.stop_reason
+            if event.usage is not None:
+                self.usage = event.usage
+                self.usage_reported = True
+            self.cost = event.cost
+            if event.stop_reason is StopReason.ERROR:
+                # Providers should send ErrorEvent; an error must still say something.
+                self.error_kind = ErrorKind.OTHER
+                self.error_message = "model error (the provider gave no details)"
+        elif cls is StreamStart:
+            assert isinstance(event, StreamStart)
+            if event.provider:
+                self.provider = event.provider
+            if event.model_id:
+                self.model_id = event.model_id
+        elif cls is ToolCallStart:
+            assert isinstance(event, ToolCallStart)
+            extra = {
+                "id": event.id,
+                "name": event.name,
+                "meta": event.meta,
+                "signature": event.signature,
+            }
+            self._start(event.index, _Slot(_TOOL, extra))
+        elif cls is ToolCallEnd:
+            assert isinstance(event, ToolCallEnd)
+            slot = self._slot(event.index, _TOOL, "tool call end")
+            if event.arguments is not msgspec.UNSET:
+                slot.data = event.arguments
+                slot.extra["has_args"] = True
+            if event.signature is not None:
+                slot.extra["signature"] = event.signature
+        elif cls is TextStart:
+            self._start(event.index, _Slot(_TEXT))  # type: ignore[union-attr]
+        elif cls is TextEnd:
+            self._slot(event.index, _TEXT, "text end")  # type: ignore[union-attr]
+        elif cls is TextDelta:
             self._slot(event.index, _TEXT, "text delta").parts.append(event.delta)  # type: ignore[union-attr]
         elif cls is ToolCallDelta:
             self._slot(event.index, _TOOL, "tool call delta").parts.append(event.delta)  # type: ignore[union-attr]
         elif cls is ThinkingDelta:
             self._slot(event.index, _THINKING, "thinking delta").parts.append(event.delta)  # type: ignore[union-attr]
-        elif cls is TextStart:
-            self._start(event.index, _Slot(_TEXT))  # type: ignore[union-attr]
-        elif cls is TextEnd:
-            self._slot(event.index, _TEXT, "text end")  # type: ignore[union-attr]
         elif cls is ThinkingStart:
             assert isinstance(event, ThinkingStart)
             slot = _Slot(_THINKING, {"signature": event.signature, "meta": event.meta})
@@ -439,36 +475,11 @@ class Accumulator:
                 slot.extra["signature"] = event.signature
             if event.data is not None:
                 slot.data = event.data
-        elif cls is ToolCallStart:
-            assert isinstance(event, ToolCallStart)
-            slot = _Slot(_TOOL, {"id": event.id, "name": event.name, "meta": event.meta})
-            slot.extra["signature"] = event.signature
-            self._start(event.index, slot)
-        elif cls is ToolCallEnd:
-            assert isinstance(event, ToolCallEnd)
-            slot = self._slot(event.index, _TOOL, "tool call end")
-            if event.arguments is not msgspec.UNSET:
-                slot.data = event.arguments
-                slot.extra["has_args"] = True
-            if event.signature is not None:
-                slot.extra["signature"] = event.signature
         elif cls is ExtensionBlock:
             assert isinstance(event, ExtensionBlock)
             slot = _Slot(_EXT, {"type_name": event.type_name})
             slot.data = event.data
             self._start(event.index, slot)
-        elif cls is Done:
-            assert isinstance(event, Done)
-            self.done = True
-            self.stop_reason = event.stop_reason
-            if event.usage is not None:
-                self.usage = event.usage
-                self.usage_reported = True
-            self.cost = event.cost
-            if event.stop_reason is StopReason.ERROR:
-                # Providers should send ErrorEvent; an error must still say something.
-                self.error_kind = ErrorKind.OTHER
-                self.error_message = "model error (the provider gave no details)"
         elif cls is ErrorEvent:
             assert isinstance(event, ErrorEvent)
             self.done = True
@@ -481,12 +492,6 @@ class Accumulator:
             if event.usage is not None:
                 self.usage = event.usage
                 self.usage_reported = True
-        elif cls is StreamStart:
-            assert isinstance(event, StreamStart)
-            if event.provider:
-                self.provider = event.provider
-            if event.model_id:
-                self.model_id = event.model_id
         else:
             raise StreamFailure(f"unknown stream event {type(event).__name__}")
 

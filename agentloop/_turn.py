@@ -15,7 +15,6 @@ import time
 from collections.abc import Awaitable
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus
 
 import anyio
 import anyio.lowlevel
@@ -146,6 +145,8 @@ def _redact(text: str, secret: str | None) -> str:
     redactor; the core cannot import it.)"""
     if not secret or len(secret) < _MIN_SECRET:
         return text
+    from urllib.parse import quote, quote_plus  # only a failed call with a key comes here
+
     forms = {
         secret,
         repr(secret)[1:-1],
@@ -344,8 +345,9 @@ async def run_turn(run: _Run) -> bool | None:
     """
     config = run.config
     emit = run.emit
-    for message in run.take_pending():
-        run.commit(message)
+    if run.pending:
+        for message in run.take_pending():
+            run.commit(message)
     if config.toolsets:
         run.refresh_tools()
     system_prompt = run.system_prompt if config.system_prompt is None else await _system_prompt(run)

@@ -227,7 +227,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             cache_read=self.cache_read + other.cache_read,
             cache_write=self.cache_write + other.cache_write,
             total=self.total + other.total,
-            extra=_merge(self.extra, other.extra),
+            extra=_merge(self.extra, other.extra) if self.extra or other.extra else {},
             estimated=self.estimated or other.estimated,
         )
 
@@ -262,7 +262,7 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             cache_read=self.cache_read + other.cache_read,
             cache_write=self.cache_write + other.cache_write,
             total=self.total + other.total,
-            extra=_merge(self.extra, other.extra),
+            extra=_merge(self.extra, other.extra) if self.extra or other.extra else {},
         )
 
 

@@ -240,6 +240,47 @@ async def test_cancelling_the_caller_emits_closing_events_and_propagates() -> No
     assert names(rec.events)[-2:] == ["TurnEnd", "AgentEnd"]
 
 
+async def test_cancelling_the_caller_from_a_callback_ends_the_run_at_its_next_await() -> None:
+    # The loop's own abort checks read the run's cancel scope; a cancellation of the caller's
+    # scope, asked synchronously by a callback of the run, takes effect where the run next
+    # waits (here: for the tool, which would otherwise wait forever). Nothing hangs, every
+    # event closes, and the model is not asked again.
+    rec = Recorder()
+    requests = 0
+
+    @al.tool
+    async def forever() -> str:
+        """Wait until cancelled."""
+        await anyio.sleep_forever()
+        return "never"
+
+    def answer(ctx: al.stream.LlmContext) -> al.AssistantMessage:
+        nonlocal requests
+        requests += 1
+        return reply_tool_calls(("forever", {}))
+
+    with anyio.CancelScope() as outer:
+
+        def cancel_on_the_answer(event: al.AgentEvent) -> None:
+            rec(event)
+            if isinstance(event, al.MessageEnd) and isinstance(event.message, al.AssistantMessage):
+                outer.cancel()
+
+        await al.loop.run_loop(
+            [al.UserMessage.from_text("go")],
+            al.loop.AgentContext(),
+            config([answer, answer], tools=[forever]),
+            on_event=cancel_on_the_answer,
+        )
+        raise AssertionError("run_loop should have been cancelled")
+    assert outer.cancelled_caught
+    assert requests == 1
+    ends = rec.of(al.ToolExecutionEnd)
+    assert [(e.name, e.is_error) for e in ends] == [("forever", True)]
+    assert names(rec.events)[-2:] == ["TurnEnd", "AgentEnd"]
+    assert rec.of(al.TurnEnd)[-1].reason is al.TurnEndReason.ABORTED
+
+
 async def test_event_stream_yields_the_same_events_as_the_callback() -> None:
     script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done " * 50)]
     rec = Recorder()
