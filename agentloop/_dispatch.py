@@ -3,9 +3,9 @@
 The order for every batch: pre-dispatch policies over the whole batch (a rewrite goes through
 them again; a ``Stop`` ends the turn with error results for every unresolved call) → approval
 (an ``ApprovedWith`` rewrite goes through the policies again) → argument validation →
-``execute``. Calls run in groups (all at once by default), each group an anyio task group and
-each call a child task inside its own cancel scope, so one call can be cancelled without
-touching the others. After each call completes, steering is polled; steering messages cancel
+``execute``. Calls run in groups (all at once by default), each call a child task of the run's
+task group inside the cancel scope of its own task handle, so one call can be cancelled without
+touching the others; a group is over once each of its calls' tasks has ended. After each call completes, steering is polled; steering messages cancel
 the calls still running and the ones not yet started.
 
 Every call of the batch ends with exactly one result, committed in call order, and emits
