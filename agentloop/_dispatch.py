@@ -401,6 +401,13 @@ class Batch:
                     await slot.task.wait()
             if self.failure is not None:
                 raise self.failure
+            for slot in group:
+                if not slot.ended and not slot.cancelled:
+                    # Its task was cancelled from outside the batch (an abort, the caller) and
+                    # ended before this task was told: the cancellation is raised here, before
+                    # any result is committed (else the call would have a result and no end).
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                    self._end(slot, AgentToolResult.error(ABORTED))
         if self.interrupted:
             self.resolve_unfinished(STEERING_CANCELLED)
 

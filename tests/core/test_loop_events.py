@@ -281,6 +281,47 @@ async def test_cancelling_the_caller_from_a_callback_ends_the_run_at_its_next_aw
     assert rec.of(al.TurnEnd)[-1].reason is al.TurnEndReason.ABORTED
 
 
+async def test_an_abort_read_from_the_stream_mid_batch_ends_every_call_before_its_result() -> None:
+    # The consumer reads the first call's start and aborts while the other call waits at a
+    # checkpoint: that call's task is cancelled and ends before the run's task hears of the
+    # abort. Its end event must still come, and before its result is committed. (Found by the
+    # conformance suite; the batch's wait returned normally and the result was committed with
+    # no ToolExecutionEnd.)
+    @al.tool
+    async def quick() -> str:
+        """Return at once."""
+        return "quick"
+
+    @al.tool
+    async def stepping() -> str:
+        """Wait one checkpoint, then return."""
+        await anyio.lowlevel.checkpoint()
+        return "stepped"
+
+    script = [reply_tool_calls(("quick", {}), ("stepping", {})), reply_text("never")]
+    scope = anyio.CancelScope()
+    seen: list[al.AgentEvent] = []
+    cfg = config(script, tools=[quick, stepping])
+    async with al.loop.agent_loop(
+        [al.UserMessage.from_text("go")], al.loop.AgentContext(), cfg, cancel_scope=scope
+    ) as events:
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, al.ToolExecutionStart):
+                scope.cancel()
+    assert events.result.stop_reason is al.StopReason.ABORTED
+    started = [e.call_id for e in seen if isinstance(e, al.ToolExecutionStart)]
+    assert started
+    ended: set[str] = set()
+    for event in seen:
+        if isinstance(event, al.ToolExecutionEnd):
+            ended.add(event.call_id)
+        if isinstance(event, al.MessageStart) and isinstance(event.message, al.ToolResultMessage):
+            assert event.message.tool_call_id in ended, "a result committed before its call ended"
+    assert set(started) <= ended
+    assert names(seen)[-2:] == ["TurnEnd", "AgentEnd"]
+
+
 async def test_event_stream_yields_the_same_events_as_the_callback() -> None:
     script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done " * 50)]
     rec = Recorder()
