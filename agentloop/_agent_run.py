@@ -254,29 +254,9 @@ class AgentRunner:
 
     def _on_event(self, event: AgentEvent) -> None:
         """Everything the agent keeps from its runs' events, then its subscribers."""
-        cls = type(event)
-        if cls is MessageUpdate:
-            self._on_update(event)  # once per streamed token: nothing to keep
-            return
-        if cls is MessageEnd:
-            assert isinstance(event, MessageEnd)
-            message = event.message  # already in the history: the run committed it
-            if type(message) is AssistantMessage and message.error_message:
-                self.last_error = message.error_message
-            if self.session is not None:
-                self.session.record(message)
-            if self.on_message is not None:
-                try:
-                    self.on_message(message)
-                except Exception:
-                    # The loop's events must not fail half-dispatched; the hook stays.
-                    log.exception("on_message hook %r raised", self.on_message)
-        elif cls is ToolExecutionStart:
-            assert isinstance(event, ToolExecutionStart)
-            self.running_tool_calls.add(event.call_id)
-        elif cls is ToolExecutionEnd:
-            assert isinstance(event, ToolExecutionEnd)
-            self.running_tool_calls.discard(event.call_id)
+        keep = _KEEP.get(type(event))
+        if keep is not None and keep(self, event):
+            return  # a streamed token, handed to the subscribers already
         if self._subscriber_list:
             self._notify(event)
 
@@ -329,6 +309,46 @@ class AgentRunner:
         finally:
             _inside_runs.reset(token)
             self._release(result if result is not None else run.result())
+
+
+def _keep_update(agent: AgentRunner, event: Any) -> bool:
+    agent._on_update(event)  # once per streamed token: nothing to keep
+    return True
+
+
+def _keep_message(agent: AgentRunner, event: Any) -> bool:
+    message = event.message  # already in the history: the run committed it
+    if type(message) is AssistantMessage and message.error_message:
+        agent.last_error = message.error_message
+    if agent.session is not None:
+        agent.session.record(message)
+    if agent.on_message is not None:
+        try:
+            agent.on_message(message)
+        except Exception:
+            # The loop's events must not fail half-dispatched; the hook stays.
+            log.exception("on_message hook %r raised", agent.on_message)
+    return False
+
+
+def _keep_call_start(agent: AgentRunner, event: Any) -> bool:
+    agent.running_tool_calls.add(event.call_id)
+    return False
+
+
+def _keep_call_end(agent: AgentRunner, event: Any) -> bool:
+    agent.running_tool_calls.discard(event.call_id)
+    return False
+
+
+# What ``AgentRunner._on_event`` keeps, by event type (a lookup, where a chain of type tests
+# cost every event of every turn).
+_KEEP: dict[type, Callable[[AgentRunner, Any], bool]] = {
+    MessageUpdate: _keep_update,
+    MessageEnd: _keep_message,
+    ToolExecutionStart: _keep_call_start,
+    ToolExecutionEnd: _keep_call_end,
+}
 
 
 class AgentStream(EventStream[OutputT]):

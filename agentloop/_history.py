@@ -138,40 +138,43 @@ class History:
         self._index(message)
 
     def _index(self, message: AgentMessage) -> None:
-        cls = type(message)
+        # One branch per kind of message, the default converter's work done inline (this runs
+        # for every message committed).
         llm_messages = self.llm_messages
-        convert = self.convert
-        if convert is default_convert_to_llm and (
-            cls is ToolResultMessage
-            or cls is UserMessage
-            or (cls is AssistantMessage and message.stop_reason is not StopReason.ERROR)  # type: ignore[union-attr]
-        ):
-            # What the default converter does for these, without the call (once per message).
-            llm_messages.append(message)  # type: ignore[arg-type]  # (narrowed by its type)
-        else:
-            llm: LlmMessage | None
-            if convert is default_convert_to_llm:
-                llm = default_convert_to_llm(message)
+        default = self.convert is default_convert_to_llm
+        if type(message) is ToolResultMessage:
+            if default:
+                llm_messages.append(message)
             else:
-                try:
-                    llm = convert(message)
-                except Exception as exc:
-                    log.debug("convert_to_llm raised", exc_info=True)
-                    if self.failure is None:
-                        self.failure = HookFailed.wrap("convert_to_llm", exc)
-                        self.failure.__cause__ = exc
-                    llm = None
-            if llm is not None and not is_failed_answer(llm):
-                llm_messages.append(llm)
-        self.llm_before.append(len(llm_messages))
-        if cls is AssistantMessage:
-            assert isinstance(message, AssistantMessage)
-            if message.stop_reason is not StopReason.ERROR:
-                # A failed answer is never sent again, so its calls need no results.
+                self._convert(message)
+            if self.open_calls.pop(message.tool_call_id, None) is None:
+                self.orphan_results += 1
+        elif type(message) is AssistantMessage:
+            failed = message.stop_reason is StopReason.ERROR
+            if not default:
+                self._convert(message)
+            elif not failed:
+                llm_messages.append(message)
+            if not failed:  # a failed answer is never sent again: its calls need no results
                 for block in message.content:
                     if type(block) is ToolCall:
                         self.open_calls[block.id] = block
-        elif cls is ToolResultMessage:
-            assert isinstance(message, ToolResultMessage)
-            if self.open_calls.pop(message.tool_call_id, None) is None:
-                self.orphan_results += 1
+        elif default and type(message) is UserMessage:
+            llm_messages.append(message)
+        else:
+            self._convert(message)
+        self.llm_before.append(len(llm_messages))
+
+    def _convert(self, message: AgentMessage) -> None:
+        """Convert ``message`` with the history's converter and keep what the model sees."""
+        llm: LlmMessage | None
+        try:
+            llm = self.convert(message)
+        except Exception as exc:
+            log.debug("convert_to_llm raised", exc_info=True)
+            if self.failure is None:
+                self.failure = HookFailed.wrap("convert_to_llm", exc)
+                self.failure.__cause__ = exc
+            llm = None
+        if llm is not None and not is_failed_answer(llm):
+            self.llm_messages.append(llm)

@@ -71,8 +71,10 @@ class _Run:
         "answer_open",
         "batch",
         "channel",
+        "_cost",
+        "_spent",
+        "_usage",
         "config",
-        "cost",
         "emit",
         "emit_update",
         "ended",
@@ -106,7 +108,6 @@ class _Run:
         "turn",
         "turn_message",
         "updates",
-        "usage",
         "validators",
         "view",
     )
@@ -159,8 +160,10 @@ class _Run:
         self.pending: list[AgentMessage] = []
         self.overflow_signal = False
         self.turn = 0
-        self.usage = Usage()
-        self.cost = Cost()
+        # What the run spent: the answers not yet added up, then the sums (see ``usage``).
+        self._spent: list[AssistantMessage] = []
+        self._usage = Usage()
+        self._cost = Cost()
         self.stop_reason = StopReason.STOP
         self.error: str | None = None
         self.error_kind: ErrorKind | None = None
@@ -231,9 +234,39 @@ class _Run:
         self.history.append(message)
         self.new_messages.append(message)
         if type(message) is AssistantMessage:
-            assert isinstance(message, AssistantMessage)
-            self.usage = self.usage + message.usage
-            self.cost = self.cost + message.cost
+            self._spent.append(message)
+
+    # ---------------------------------------------------------------- spending
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens the run has spent so far: its answers' and its sub-agents'.
+
+        Added up when asked for (policies, the result), not as each answer is committed.
+        """
+        if self._spent:
+            self._add_up()
+        return self._usage
+
+    @property
+    def cost(self) -> Cost:
+        """What the run has spent so far, as ``usage``."""
+        if self._spent:
+            self._add_up()
+        return self._cost
+
+    def _add_up(self) -> None:
+        usage, cost = self._usage, self._cost
+        for message in self._spent:
+            usage = usage + message.usage
+            cost = cost + message.cost
+        self._usage, self._cost = usage, cost
+        self._spent.clear()
+
+    def account(self, usage: Usage, cost: Cost) -> None:
+        """Count what a sub-agent spent as this run's (its result sums the whole tree)."""
+        self._usage = self.usage + usage
+        self._cost = self.cost + cost
 
     def commit(self, message: AgentMessage) -> None:
         """Add a complete message to the context, with its start/end events."""
@@ -399,11 +432,6 @@ class _Run:
         else:
             self.call_from_thread(self.emit, event)
 
-    def account(self, usage: Usage, cost: Cost) -> None:
-        """Count what a sub-agent spent as this run's (its result sums the whole tree)."""
-        self.usage = self.usage + usage
-        self.cost = self.cost + cost
-
     def call_from_thread(self, fn: Callable[[Any], None], arg: Any) -> None:
         """Call ``fn(arg)`` on the run's event loop thread from another thread, and wait.
 
@@ -438,29 +466,11 @@ class _Run:
             TurnEnd(reason=reason, message=message, tool_results=tool_results or [], turn=self.turn)
         )
 
-    def start_attempt(self, acc: Accumulator) -> None:
-        """A model call starts streaming into ``acc``."""
-        self.acc = acc
-
-    def drop_attempt(self) -> None:
-        """The current model call is over (finished, or void before a retry)."""
-        self.acc = None
-
-    def open_answer(self) -> None:
-        """The answer's ``MessageStart`` is out: an abnormal end must commit something."""
-        self.answer_open = True
-
     def answered(self, message: AssistantMessage) -> None:
         """Commit the turn's answer."""
         self.acc = None
         self.commit_streamed(message)
         self.turn_message = message
-
-    def start_batch(self, batch: Batch) -> None:
-        self.batch = batch
-
-    def finish_batch(self) -> None:
-        self.batch = None
 
     def signal_overflow(self, overflow: bool = True) -> None:
         """Tell the transformers of the next request that the last one overflowed."""
@@ -470,10 +480,6 @@ class _Run:
         """End the run after this turn: a policy (``by`` names it) stopped it."""
         self.stopped_by = by
         self.ended = True
-
-    def answer_stopped(self, reason: StopReason) -> None:
-        """The turn's answer ended with ``reason`` (stop, length, tool use): the run's so far."""
-        self.stop_reason = reason
 
     def end_with(self, message: AssistantMessage) -> None:
         """End the run after this turn, as the answer ``message`` (an error or abort) says."""

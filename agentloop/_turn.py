@@ -163,10 +163,9 @@ def _redact(text: str, secret: str | None) -> str:
 
 
 def _turn_options(run: _Run) -> StreamOptions:
-    """The stream options of this turn's model calls (``turn_options`` may change them)."""
+    """The stream options of this turn's model calls, as ``turn_options`` changes them."""
     config = run.config
-    if config.turn_options is None:
-        return config.stream_options
+    assert config.turn_options is not None
     try:
         return config.turn_options(run.policy_context(), config.stream_options)
     except Exception as exc:
@@ -199,8 +198,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                 raise HookFailed.wrap("get_api_key", exc) from exc
             if key:
                 options = msgspec.structs.replace(options, api_key=key)
-        acc = Accumulator(model)
-        run.start_attempt(acc)
+        acc = run.acc = Accumulator(model)  # the attempt ``close_turn`` would commit
         push = acc.push
         info: ModelCallInfo | None = None
         hook: Hook | None = None
@@ -272,29 +270,35 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
             hook.exit(None)
         if delay is None:
             return message
-        run.drop_attempt()
+        run.acc = None  # what the failed attempt said is void
         await anyio.sleep(delay)
 
 
 def _normalise_ids(message: AssistantMessage) -> AssistantMessage:
     """Give a fresh unique id to every tool call whose id is missing or repeated."""
-    seen: set[str] = set()
-    for block in message.content:
-        if type(block) is ToolCall:
-            if not block.id or block.id in seen:
-                break
-            seen.add(block.id)
+    content = message.content
+    if len(content) == 1:  # the usual answer: one text, or one call
+        block = content[0]
+        if type(block) is not ToolCall or block.id:
+            return message
     else:
-        return message  # every id present and distinct: the usual case, nothing to build
-    seen.clear()
-    content: list[Any] = []
-    for block in message.content:
+        seen: set[str] = set()
+        for block in content:
+            if type(block) is ToolCall:
+                if not block.id or block.id in seen:
+                    break
+                seen.add(block.id)
+        else:
+            return message  # every id present and distinct: nothing to build
+    seen = set()
+    renamed: list[Any] = []
+    for block in content:
         if type(block) is ToolCall:
             if not block.id or block.id in seen:
                 block = msgspec.structs.replace(block, id=f"call_{os.urandom(12).hex()}")
             seen.add(block.id)
-        content.append(block)
-    return msgspec.structs.replace(message, content=content)
+        renamed.append(block)
+    return msgspec.structs.replace(message, content=renamed)
 
 
 async def _post_turn(
@@ -379,8 +383,8 @@ async def run_turn(run: _Run) -> bool | None:
     # run takes effect at the request's first await, before anything is sent.
     if run.scope.cancel_called:
         await anyio.lowlevel.checkpoint_if_cancelled()
-    options = _turn_options(run)
-    run.open_answer()
+    options = config.stream_options if config.turn_options is None else _turn_options(run)
+    run.answer_open = True  # from here, an abnormal end must commit an answer
     emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
     message = await _stream(run, request, options)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
@@ -403,7 +407,7 @@ async def run_turn(run: _Run) -> bool | None:
         run.end_turn(reason, message)
         return False
 
-    run.answer_stopped(stop_reason)
+    run.stop_reason = stop_reason  # the run's so far (stop, length, tool use)
     calls = message.tool_calls
     if not calls:
         if config.post_turn_policies:
@@ -411,8 +415,7 @@ async def run_turn(run: _Run) -> bool | None:
         run.end_turn(TurnEndReason.COMPLETE, message)
         return False
 
-    batch = Batch(run, calls)
-    run.start_batch(batch)
+    batch = run.batch = Batch(run, calls)
     incomplete = (
         {c.id for c in calls if c.partial_json is not None}
         if stop_reason is StopReason.LENGTH
@@ -446,7 +449,7 @@ def _tools_done(
     run: _Run, message: AssistantMessage, batch: Batch, results: list[ToolResultMessage]
 ) -> bool:
     """Commit a batch's results and end its turn; whether the model needs another turn."""
-    run.finish_batch()
+    run.batch = None
     for result in results:
         run.commit(result)
     if batch.stopped is not None:
