@@ -243,8 +243,16 @@ def targets(results: Json) -> Json:
         t: Json = {}
         if backend in results.get("b1_turn_overhead", {}):
             r = results["b1_turn_overhead"][backend]
-            worst = max(s["ratio_agent"] for s in r["sizes"].values())
+            # The rows are runs of 100 and 1,000 turns; a run of 10 turns also pays a
+            # run's own cost (an agent, its config, a cancel scope, a task group) over 11 turns.
+            sizes = r["sizes"]
+            long = [s["ratio_agent"] for n, s in sizes.items() if int(n) >= 100]
+            short = [s["ratio_agent"] for n, s in sizes.items() if int(n) < 100]
+            worst = max(long or short)
             t["b1_agent_within_1.5x_floor"] = {"value": worst, "met": worst <= 1.5}
+            if long and short:
+                worst = max(short)
+                t["b1_agent_within_1.5x_floor_10_turns"] = {"value": worst, "met": worst <= 1.5}
             t["b1_flat"] = {"value": r["growth_agent"], "met": r["growth_agent"] <= 1.2}
         if backend in results.get("b2_streaming", {}):
             r = results["b2_streaming"][backend]
