@@ -46,6 +46,8 @@ from ._types import (
     ToolResultMessage,
     ToolSchema,
     Usage,
+    add_cost,
+    add_usage,
 )
 
 if TYPE_CHECKING:
@@ -256,11 +258,8 @@ class _Run:
         return self._cost
 
     def _add_up(self) -> None:
-        usage, cost = self._usage, self._cost
-        for message in self._spent:
-            usage = usage + message.usage
-            cost = cost + message.cost
-        self._usage, self._cost = usage, cost
+        self._usage = add_usage(self._usage, [m.usage for m in self._spent])
+        self._cost = add_cost(self._cost, [m.cost for m in self._spent])
         self._spent.clear()
 
     def account(self, usage: Usage, cost: Cost) -> None:

@@ -61,6 +61,8 @@ __all__ = [
     "ToolSchema",
     "Usage",
     "UserMessage",
+    "add_cost",
+    "add_usage",
     "extract_text",
     "now_ms",
     "use_clock",
@@ -243,6 +245,31 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 _EMPTY_USAGE = Usage()
 
 
+def add_usage(start: Usage, usages: list[Usage]) -> Usage:
+    """``start`` plus each of ``usages`` (what ``+`` gives, one ``Usage`` made in all)."""
+    i, o, r, w, t = start.input, start.output, start.cache_read, start.cache_write, start.total
+    estimated = start.estimated
+    extra = start.extra
+    for u in usages:
+        i += u.input
+        o += u.output
+        r += u.cache_read
+        w += u.cache_write
+        t += u.total
+        estimated = estimated or u.estimated
+        if u.extra:
+            extra = _merge(extra, u.extra)
+    return Usage(
+        input=i,
+        output=o,
+        cache_read=r,
+        cache_write=w,
+        total=t,
+        extra=dict(extra) if extra is start.extra and extra else extra or {},
+        estimated=estimated,
+    )
+
+
 class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Money spent, per category and in total. Adds like ``Usage``."""
 
@@ -264,6 +291,28 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             total=self.total + other.total,
             extra=_merge(self.extra, other.extra) if self.extra or other.extra else {},
         )
+
+
+def add_cost(start: Cost, costs: list[Cost]) -> Cost:
+    """``start`` plus each of ``costs`` (what ``+`` gives, one ``Cost`` made in all)."""
+    i, o, r, w, t = start.input, start.output, start.cache_read, start.cache_write, start.total
+    extra = start.extra
+    for c in costs:
+        i += c.input
+        o += c.output
+        r += c.cache_read
+        w += c.cache_write
+        t += c.total
+        if c.extra:
+            extra = _merge(extra, c.extra)
+    return Cost(
+        input=i,
+        output=o,
+        cache_read=r,
+        cache_write=w,
+        total=t,
+        extra=dict(extra) if extra is start.extra and extra else extra or {},
+    )
 
 
 class Pricing(msgspec.Struct, frozen=True, kw_only=True, gc=False):

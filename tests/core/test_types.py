@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, strategies as st
 
 import agentloop
 from agentloop import (
@@ -367,3 +368,53 @@ def test_error_hierarchy_matches_design() -> None:
     throttled = ModelThrottled("slow down", retry_after=2.5)
     assert throttled.retry_after == 2.5
     assert throttled.message == "slow down"
+
+
+# ---------------------------------------------------------------- adding up a run's spending
+
+_counts = st.integers(0, 10**9)
+_extra_int = st.dictionaries(st.sampled_from(["a", "b", "c"]), _counts, max_size=2)
+_usages = st.builds(
+    agentloop.Usage,
+    input=_counts,
+    output=_counts,
+    cache_read=_counts,
+    cache_write=_counts,
+    total=_counts,
+    extra=_extra_int,
+    estimated=st.booleans(),
+)
+_money = st.floats(0, 1e3, allow_nan=False)
+_costs = st.builds(
+    agentloop.Cost,
+    input=_money,
+    output=_money,
+    cache_read=_money,
+    cache_write=_money,
+    total=_money,
+    extra=st.dictionaries(st.sampled_from(["a", "b"]), _money, max_size=2),
+)
+
+
+@given(_usages, st.lists(_usages, max_size=6), _costs, st.lists(_costs, max_size=6))
+def test_adding_up_in_one_pass_is_adding_one_by_one(
+    start: agentloop.Usage,
+    usages: list[agentloop.Usage],
+    start_cost: agentloop.Cost,
+    costs: list[agentloop.Cost],
+) -> None:
+    # A run adds up its answers' usage and cost when asked, in one pass: the same sums (the
+    # same float additions in the same order) as ``+`` one answer at a time, and dicts of
+    # their own.
+    from agentloop._types import add_cost, add_usage
+
+    one_by_one = start
+    for usage in usages:
+        one_by_one = one_by_one + usage
+    total = add_usage(start, usages)
+    assert total == one_by_one
+    assert total.extra is not start.extra
+    cost_by_one = start_cost
+    for cost in costs:
+        cost_by_one = cost_by_one + cost
+    assert add_cost(start_cost, costs) == cost_by_one
