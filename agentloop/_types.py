@@ -245,28 +245,28 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 _EMPTY_USAGE = Usage()
 
 
-def add_usage(start: Usage, usages: list[Usage]) -> Usage:
-    """``start`` plus each of ``usages`` (what ``+`` gives, one ``Usage`` made in all)."""
+def _sums(start: Any, items: list[Any]) -> tuple[Any, Any, Any, Any, Any, dict[str, Any]]:
+    """``start`` plus each of ``items`` (a ``Usage`` or ``Cost`` each), field by field, in order,
+    and their ``extra`` maps merged into a dict of the sum's own."""
     i, o, r, w, t = start.input, start.output, start.cache_read, start.cache_write, start.total
-    estimated = start.estimated
     extra = start.extra
-    for u in usages:
-        i += u.input
-        o += u.output
-        r += u.cache_read
-        w += u.cache_write
-        t += u.total
-        estimated = estimated or u.estimated
-        if u.extra:
-            extra = _merge(extra, u.extra)
+    for item in items:
+        i += item.input
+        o += item.output
+        r += item.cache_read
+        w += item.cache_write
+        t += item.total
+        if item.extra:
+            extra = _merge(extra, item.extra)
+    return i, o, r, w, t, dict(extra) if extra is start.extra else extra
+
+
+def add_usage(start: Usage, usages: list[Usage]) -> Usage:
+    """``start`` plus each of ``usages``: what ``+`` gives, one ``Usage`` made in all."""
+    i, o, r, w, t, extra = _sums(start, usages)
+    estimated = start.estimated or any(u.estimated for u in usages)
     return Usage(
-        input=i,
-        output=o,
-        cache_read=r,
-        cache_write=w,
-        total=t,
-        extra=dict(extra) if extra is start.extra and extra else extra or {},
-        estimated=estimated,
+        input=i, output=o, cache_read=r, cache_write=w, total=t, extra=extra, estimated=estimated
     )
 
 
@@ -294,25 +294,9 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 def add_cost(start: Cost, costs: list[Cost]) -> Cost:
-    """``start`` plus each of ``costs`` (what ``+`` gives, one ``Cost`` made in all)."""
-    i, o, r, w, t = start.input, start.output, start.cache_read, start.cache_write, start.total
-    extra = start.extra
-    for c in costs:
-        i += c.input
-        o += c.output
-        r += c.cache_read
-        w += c.cache_write
-        t += c.total
-        if c.extra:
-            extra = _merge(extra, c.extra)
-    return Cost(
-        input=i,
-        output=o,
-        cache_read=r,
-        cache_write=w,
-        total=t,
-        extra=dict(extra) if extra is start.extra and extra else extra or {},
-    )
+    """``start`` plus each of ``costs``: what ``+`` gives, one ``Cost`` made in all."""
+    i, o, r, w, t, extra = _sums(start, costs)
+    return Cost(input=i, output=o, cache_read=r, cache_write=w, total=t, extra=extra)
 
 
 class Pricing(msgspec.Struct, frozen=True, kw_only=True, gc=False):
