@@ -613,7 +613,7 @@ class _Run:
 
     async def _run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
         self.loop_thread = threading.get_ident()
-        if self.token is None:  # (an agent hands over the one it took: 3 µs each)
+        if self.token is None:  # (an agent hands over the one it took)
             self.token = anyio.lowlevel.current_token()
         self.emit(AgentStart())
         try:

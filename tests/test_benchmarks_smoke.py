@@ -78,3 +78,11 @@ def test_the_cancel_scope_benchmark_runs_on_both_backends() -> None:
     for backend in BACKENDS:
         stdout = run_benchmark("bench_cancel_scope", "--smoke", "--backend", backend)
         assert json.loads(stdout)["us_per_scope"] > 0
+
+
+def test_the_run_setup_benchmark_runs_on_both_backends() -> None:
+    for backend in BACKENDS:
+        stdout = run_benchmark("bench_run_setup", "--smoke", "--backend", backend)
+        figures = json.loads(stdout)
+        assert figures["task_group_us"] > 0
+        assert figures["tool_run_us"]["agent"] > 0
