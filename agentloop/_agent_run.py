@@ -158,6 +158,7 @@ class AgentRunner:
         ) -> AgentLoopConfig: ...
         def _notify(self, event: AgentEvent) -> None: ...
         def _on_update(self, event: AgentEvent) -> None: ...
+        def _route_updates(self) -> None: ...
         def unsubscribe(self, handle: int) -> bool: ...
 
     # ---------------------------------------------------------------- the run's input
@@ -289,12 +290,12 @@ class AgentRunner:
             context,
             config,
             self._on_event,
-            emit_update=self._on_update,
             cancel_scope=scope,
             history=self._history_for(config),
-            updates=bool(self._subscriber_list),
+            updates=False,
         )
         self._claim(scope, run)
+        self._route_updates()
         result: AgentResult[str] | None = None
         token = _inside_runs.set((*_inside_runs.get(), self))
         try:

@@ -40,8 +40,7 @@ class AgentSubscribers:
         self._subscribers[handle] = callback
         self._subscriber_list = tuple(self._subscribers.items())
         self._subscriber_callbacks = tuple(self._subscribers.values())
-        if self._run is not None:
-            self._run.updates = True  # a subscriber joining mid-run sees the answer's updates
+        self._route_updates()  # a subscriber joining mid-run sees the answer's updates
         return handle
 
     def unsubscribe(self, handle: int) -> bool:
@@ -49,7 +48,41 @@ class AgentSubscribers:
         found = self._subscribers.pop(handle, None) is not None
         self._subscriber_list = tuple(self._subscribers.items())
         self._subscriber_callbacks = tuple(self._subscribers.values())
+        self._route_updates()
         return found
+
+    def _route_updates(self) -> None:
+        """Point the running run's ``MessageUpdate`` events, once per streamed token, at the
+        subscribers: none, the one itself (no call in between; the loop catches what it raises
+        and calls ``_update_failed``), or ``_on_update`` for several.
+
+        A run with an event stream (``Agent.stream``) keeps its own route: the stream takes
+        every event, and the subscribers see them on the way.
+        """
+        run = self._run
+        if run is None:
+            return
+        callbacks = self._subscriber_callbacks
+        if run.channel is not None:
+            run.updates = True
+        elif len(callbacks) == 1:
+            run.emit_update = callbacks[0]
+            run.update_failed = self._update_failed
+            run.updates = True
+        else:
+            run.emit_update = self._on_update
+            run.update_failed = None
+            run.updates = bool(callbacks)
+
+    def _update_failed(self) -> None:
+        """The one subscriber, called directly with an update, raised: it is unsubscribed."""
+        run = self._run
+        callback = run.emit_update if run is not None else None
+        log.exception("subscriber %r raised; it is unsubscribed", callback)
+        for handle, subscribed in self._subscriber_list:
+            if subscribed is callback:
+                self.unsubscribe(handle)
+                break
 
     def _on_update(self, event: AgentEvent) -> None:
         """A ``MessageUpdate``, once per streamed token: straight to the subscribers."""

@@ -36,19 +36,20 @@ class EventChannel:
     """A bounded, batching single-producer single-consumer event queue."""
 
     __slots__ = (
-        "_readable",
         "_receiver_closed",
         "_sender_closed",
         "_writable",
         "boxed",
         "buffer",
         "capacity",
+        "reader",
     )
 
     def __init__(self, capacity: int = 256) -> None:
         self.buffer: deque[Any] = deque()
         self.capacity = capacity
-        self._readable: anyio.Event | None = None
+        # What the consumer waits on when the buffer is empty (set by the next event).
+        self.reader: anyio.Event | None = None
         self._writable: anyio.Event | None = None
         # The updates waiting in boxes, by call: while none is, every buffered item is an event.
         self.boxed: dict[str, _Coalesced] = {}
@@ -75,10 +76,16 @@ class EventChannel:
                 buffer.append(event)
         else:
             buffer.append(event)
-        readable = self._readable
-        if readable is not None:
-            self._readable = None
-            readable.set()
+        if self.reader is not None:
+            self.wake_reader()
+
+    def wake_reader(self) -> None:
+        """Wake the consumer waiting for an event (a producer appending to ``buffer`` itself
+        calls this when ``reader`` is set)."""
+        reader = self.reader
+        if reader is not None:
+            self.reader = None
+            reader.set()
 
     @property
     def full(self) -> bool:
@@ -86,7 +93,14 @@ class EventChannel:
         return len(self.buffer) >= self.capacity and not self._receiver_closed
 
     async def wait_writable(self) -> None:
-        """Wait until the consumer has drained the buffer (or gone away)."""
+        """Wait until the consumer has drained the buffer (or gone away).
+
+        A producer may append events to ``buffer`` itself, with no check, when it calls this
+        each time the buffer is full: after the consumer has gone, this drops them.
+        """
+        if self._receiver_closed:
+            self.buffer.clear()
+            return
         while self.full:
             writable = self._writable
             if writable is None:
@@ -96,10 +110,7 @@ class EventChannel:
     def close_sender(self) -> None:
         """No more events will come; the consumer's iteration ends once the buffer is empty."""
         self._sender_closed = True
-        readable = self._readable
-        if readable is not None:
-            self._readable = None
-            readable.set()
+        self.wake_reader()
 
     # ---------------------------------------------------------------- consumer side
 
@@ -137,10 +148,10 @@ class EventChannel:
             if self._sender_closed:
                 raise anyio.EndOfStream
             self._wake_writer()
-            readable = self._readable
-            if readable is None:
-                readable = self._readable = anyio.Event()
-            await readable.wait()
+            reader = self.reader
+            if reader is None:
+                reader = self.reader = anyio.Event()
+            await reader.wait()
         event = self.receive_nowait()
         assert event is not None
         return event

@@ -40,21 +40,30 @@ log = logging.getLogger("agentloop.loop")
 EventCallback = Callable[["AgentEvent"], object]
 
 
-def safe_callback(callback: EventCallback | None) -> Callable[[AgentEvent], None]:
-    """Wrap ``callback`` so that one that raises is reported once and then dropped."""
-    if callback is None:
-        return _ignore
+def safe_callback(run: _Run, callback: EventCallback) -> None:
+    """Tell ``callback`` the run's events: one that raises is logged, then told nothing more.
+
+    Updates, once per streamed token, go to ``callback`` itself, with no wrapper in between:
+    the loop catches what it raises and calls ``run.update_failed``.
+    """
     active: list[EventCallback] = [callback]
+
+    def drop() -> None:
+        if active:
+            log.exception("event callback %r raised; it is removed", active[0])
+            active.clear()
+            run.updates = False
 
     def emit(event: AgentEvent) -> None:
         if active:
             try:
                 active[0](event)
             except Exception:
-                log.exception("event callback %r raised; it is removed", active[0])
-                active.clear()
+                drop()
 
-    return emit
+    run.emit = emit
+    run.emit_update = callback
+    run.update_failed = drop
 
 
 def _ignore(event: AgentEvent) -> None:
@@ -113,6 +122,9 @@ class EventStream(Generic[OutputT]):
         history: History | None = None,
     ) -> None:
         self._channel = EventChannel(capacity)
+        # The channel's own buffer and boxes (never replaced), read per event by ``__anext__``.
+        self._buffer = self._channel.buffer
+        self._boxed = self._channel.boxed
         channel_send = self._channel.send
         if on_event is None:
             emit: Callable[[AgentEvent], None] = channel_send
@@ -203,16 +215,15 @@ class EventStream(Generic[OutputT]):
         return self
 
     async def __anext__(self) -> AgentEvent:
-        if self._tg is None:
-            self._check_entered()
-        channel = self._channel
-        buffer = channel.buffer
-        if buffer:  # buffered: no await, no coroutine, no call (once per token)
-            if not channel.boxed:
+        buffer = self._buffer
+        if buffer:  # buffered (so entered): no await, no call (once per token)
+            if not self._boxed:
                 return buffer.popleft()  # type: ignore[no-any-return]
-            event = channel.receive_nowait()
+            event = self._channel.receive_nowait()
             if event is not None:
                 return event
+        if self._tg is None:
+            self._check_entered()
         try:
             return await self._channel.receive()
         except anyio.EndOfStream:
@@ -286,11 +297,8 @@ async def run_loop(
     """
     if continue_:
         check_continue(context)
-    run = _Run(
-        context,
-        config,
-        safe_callback(on_event),
-        cancel_scope=cancel_scope,
-        updates=on_event is not None,
-    )
+    run = _Run(context, config, _ignore, cancel_scope=cancel_scope, updates=False)
+    if on_event is not None:
+        safe_callback(run, on_event)
+        run.updates = True
     return await run.run(prompts)

@@ -109,6 +109,7 @@ class _Run:
         "toolset_tools",
         "turn",
         "turn_message",
+        "update_failed",
         "updates",
         "validators",
         "view",
@@ -128,12 +129,17 @@ class _Run:
     ) -> None:
         self.config = config
         self.emit = emit
-        # ``MessageUpdate`` events, once per streamed token, may take a path of their own.
-        self.emit_update = emit_update if emit_update is not None else emit
+        # ``MessageUpdate`` events, once per streamed token, may take a path of their own (what
+        # it returns is ignored: it may be a user's callback, see ``update_failed``).
+        self.emit_update: Callable[[AgentEvent], object] = (
+            emit_update if emit_update is not None else emit
+        )
         self.channel = channel
         # Whether anyone sees ``MessageUpdate`` events: when no one does, a streamed answer
         # makes none (the Agent turns it on when a subscriber joins mid-run).
         self.updates = updates
+        # Called (in an ``except`` block) when ``emit_update`` raised; ``None``: it is an error.
+        self.update_failed: Callable[[], None] | None = None
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
         # The task group of the run's tool calls, opened at its first batch (see ``run_turn``):
         # each call is a child task of the run, inside the cancel scope of its task handle.

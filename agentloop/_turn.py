@@ -178,11 +178,14 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     model = config.model
     pricing = model.pricing
     emit = run.emit
-    emit_update = run.emit_update
     channel = run.channel
     # The stream's buffer, checked per event without a call: full means wait for the consumer.
     backlog = channel.buffer if channel is not None else None
     capacity = channel.capacity if channel is not None else 0
+    # When the event stream is all that is told of updates (it always is), they go straight
+    # into its buffer (the check after each bounds it; once the consumer has gone,
+    # ``wait_writable`` empties it).
+    direct = run.updates and channel is not None and run.emit_update == channel.send
     observer = run.observer
     # What the instrumentation is shown: the options never carry the key.
     shown = base if base.api_key is None else msgspec.structs.replace(base, api_key=None)
@@ -210,14 +213,38 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
             try:
                 events = config.stream_fn(model, request, options)
                 try:
+                    # The accumulator's per-token path (see ``hot_type``), without a call, read
+                    # into locals: only ``push`` changes it while the loop runs.
+                    hot_type = acc.hot_type
+                    hot_index: Any = None
+                    hot_append: Any = None
                     async for event in events:
                         if first is not None:
                             first.first_chunk = time.perf_counter()
                             first = None
-                        if not push(event):
+                        if type(event) is hot_type and event.index is hot_index:  # type: ignore[union-attr]
+                            hot_append(event.delta)  # type: ignore[union-attr]
+                        elif push(event):
+                            hot_type = acc.hot_type
+                            if hot_type is not None:
+                                hot_index, hot_append = acc.hot_index, acc.hot_append
+                        else:
                             break
                         if run.updates:
-                            emit_update(MessageUpdate(event=event))
+                            if direct:
+                                backlog.append(MessageUpdate(event=event))  # type: ignore[union-attr]
+                                if channel.reader is not None:  # type: ignore[union-attr]
+                                    channel.wake_reader()  # type: ignore[union-attr]
+                                if len(backlog) >= capacity:  # type: ignore[arg-type]
+                                    await channel.wait_writable()  # type: ignore[union-attr]
+                                continue
+                            try:
+                                # Read per event: an agent's subscribers may change mid-answer.
+                                run.emit_update(MessageUpdate(event=event))
+                            except Exception:
+                                if run.update_failed is None:
+                                    raise
+                                run.update_failed()
                         if backlog is not None and len(backlog) >= capacity:
                             # The consumer is behind: let it drain before streaming on.
                             assert channel is not None

@@ -166,6 +166,75 @@ def test_any_objects_give_a_well_typed_message(events: list[Any], abort: bool) -
     assert _typed.decode(msgspec.json.encode(message)) == message
 
 
+# ---------------------------------------------------------------- the per-token path
+
+# Few blocks, many deltas: sequences where a delta follows one like it, late deltas included.
+_plain_event = st.sampled_from(
+    [
+        TextStart(index=0),
+        TextDelta(index=0, delta="a"),
+        TextDelta(index=0, delta="b"),
+        TextEnd(index=0),
+        ThinkingStart(index=1),
+        ThinkingDelta(index=1, delta="t"),
+        ToolCallStart(index=2, id="c", name="n"),
+        ToolCallDelta(index=2, delta="{}"),
+        TextDelta(index=1, delta="x"),  # the wrong kind for block 1
+        TextDelta(index=300, delta="y"),  # an index no small-int cache shares
+        Done(),
+        ErrorEvent(kind=ErrorKind.NETWORK, message="m"),
+    ]
+)
+
+
+def _fold_like_the_loop(events: list[Any]) -> Accumulator:
+    """What the loop does once per token: ``hot_append`` for a delta like the last, else
+    ``push``, reading the per-token path again after each push (``hot_index`` and
+    ``hot_append`` only once ``hot_type`` is set)."""
+    acc = Accumulator(MODEL)
+    hot_type: Any = acc.hot_type  # (as the loop has it: a class to compare, not to narrow to)
+    hot_index: Any = None
+    hot_append: Any = None
+    for event in events:
+        if type(event) is hot_type and event.index is hot_index:
+            hot_append(event.delta)
+        elif acc.push(event):
+            hot_type = acc.hot_type
+            if hot_type is not None:
+                hot_index, hot_append = acc.hot_index, acc.hot_append
+        else:
+            break
+    return acc
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_plain_event | _event, max_size=16), st.booleans())
+def test_the_per_token_path_folds_each_event_as_push_does(events: list[Any], abort: bool) -> None:
+    reference = Accumulator(MODEL)
+    for event in events:
+        if not reference.push(event):
+            break
+    loop = _fold_like_the_loop(events)
+    if abort:
+        reference.abort()
+        loop.abort()
+    stamp = {"timestamp": 0}  # each message is stamped when finished
+    assert msgspec.structs.replace(loop.finish(), **stamp) == msgspec.structs.replace(
+        reference.finish(), **stamp
+    )
+
+
+def test_the_per_token_path_is_taken_and_left_at_the_stream_end() -> None:
+    acc = Accumulator(MODEL)
+    acc.push(TextStart(index=0))
+    acc.push(TextDelta(index=0, delta="a"))
+    assert acc.hot_type is TextDelta and acc.hot_index == 0
+    acc.push(Done())
+    assert acc.hot_type is None
+    assert not acc.push(TextDelta(index=0, delta="late"))
+    _malformed(acc.finish())
+
+
 # ---------------------------------------------------------------- the quick type check
 
 # Mostly right, sometimes wrong: ints in and out of msgspec's range, bools where ints go.

@@ -24,6 +24,7 @@ from agentloop import (
     TurnEnd,
     TurnStart,
 )
+from agentloop.stream import TextDelta
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 
 if TYPE_CHECKING:
@@ -208,3 +209,58 @@ async def test_a_subscriber_raising_on_a_streamed_token_is_removed_and_the_rest_
     assert not agent.unsubscribe(first)  # by its own handle
     assert len(updates) > 1 and failed[0] is updates[0]  # the other one saw every token
     assert any("subscriber" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def _tokens(events: list[AgentEvent]) -> str:
+    return "".join(
+        e.event.delta
+        for e in events
+        if isinstance(e, MessageUpdate) and isinstance(e.event, TextDelta)
+    )
+
+
+async def test_the_only_subscriber_raising_on_a_streamed_token_is_removed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A lone subscriber is handed each token with no call in between: the loop catches what
+    # it raises, and the agent unsubscribes it.
+    answer = "a long answer, streamed in several tokens"
+    agent = Agent(model=MODEL, stream_fn=ScriptedStream([reply_text(answer)]))
+    seen: list[AgentEvent] = []
+
+    def flaky(event: AgentEvent) -> None:
+        seen.append(event)
+        if isinstance(event, MessageUpdate) and isinstance(event.event, TextDelta):
+            raise ValueError("token bug")
+
+    handle = agent.subscribe(flaky)
+    with caplog.at_level(logging.ERROR, logger="agentloop"):
+        result = await agent.prompt("go")
+    assert result.text == answer
+    assert result.stop_reason is StopReason.STOP
+    assert isinstance(seen[-1], MessageUpdate) and isinstance(seen[-1].event, TextDelta)
+    assert not agent.unsubscribe(handle)  # already gone
+    assert any("token bug" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+
+
+async def test_subscribers_joining_and_leaving_mid_answer_see_the_tokens_in_between() -> None:
+    answer = "".join(f"{i:02d}" for i in range(40))  # 10 tokens of 8 characters
+    agent = Agent(model=MODEL, stream_fn=ScriptedStream([reply_text(answer)]))
+    first: list[AgentEvent] = []
+    second: list[AgentEvent] = []
+    handles: dict[str, int] = {}
+
+    def one(event: AgentEvent) -> None:
+        first.append(event)
+        tokens = len(_tokens(first)) // 8
+        if tokens == 3 and "two" not in handles:
+            handles["two"] = agent.subscribe(second.append)  # from one alone to both
+        elif tokens == 6 and "one" in handles:
+            agent.unsubscribe(handles.pop("one"))  # from both to the second alone
+
+    handles["one"] = agent.subscribe(one)
+    result = await agent.prompt("go")
+    assert result.text == answer
+    assert _tokens(first) == answer[:48]
+    assert _tokens(second) == answer[24:]
+    assert isinstance(second[-1], AgentEnd)

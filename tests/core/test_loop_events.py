@@ -7,7 +7,13 @@ import pytest
 from anyio import wait_all_tasks_blocked
 
 import agentloop as al
-from agentloop.testing import ScriptedStream, reply_error, reply_text, reply_tool_calls
+from agentloop.testing import (
+    ScriptedStream,
+    ScriptItem,
+    reply_error,
+    reply_text,
+    reply_tool_calls,
+)
 
 from ._helpers import MODEL, Recorder, config, names, paired
 
@@ -298,7 +304,14 @@ async def test_an_abort_read_from_the_stream_mid_batch_ends_every_call_before_it
         await anyio.lowlevel.checkpoint()
         return "stepped"
 
-    script = [reply_tool_calls(("quick", {}), ("stepping", {})), reply_text("never")]
+    async def never(context: al.stream.LlmContext) -> al.AssistantMessage:
+        # The run may finish its batch before the consumer is scheduled (trio shuffles the
+        # tasks it wakes together): the next request waits for the abort, so that it always
+        # comes while the run is still going.
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    script: list[ScriptItem] = [reply_tool_calls(("quick", {}), ("stepping", {})), never]
     scope = anyio.CancelScope()
     seen: list[al.AgentEvent] = []
     cfg = config(script, tools=[quick, stepping])

@@ -412,6 +412,26 @@ async def test_a_raising_callback_is_dropped_and_the_run_goes_on() -> None:
     assert result.text == "done"
 
 
+async def test_a_callback_raising_at_a_streamed_delta_is_dropped_and_the_answer_stands(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Deltas reach ``on_event`` with no wrapper in between: the loop catches what it raises.
+    seen: list[str] = []
+
+    def bad(event: al.AgentEvent) -> None:
+        inner = event.event if isinstance(event, al.MessageUpdate) else event
+        seen.append(type(inner).__name__)
+        if isinstance(inner, al.stream.TextDelta):
+            raise RuntimeError("subscriber bug")
+
+    script = [reply_text("a long answer, streamed in several deltas")]
+    result = await al.loop.run_loop(prompt(), al.loop.AgentContext(), config(script), on_event=bad)
+    assert result.text == "a long answer, streamed in several deltas"
+    assert result.stop_reason is al.StopReason.STOP
+    assert seen[-3:] == ["StreamStart", "TextStart", "TextDelta"]  # nothing after it
+    assert "event callback" in caplog.text and "subscriber bug" in caplog.text
+
+
 async def test_no_task_outlives_an_abort() -> None:
     alive: set[str] = set()
     both = anyio.Event()

@@ -1,0 +1,74 @@
+"""The event stream's channel: the loop appends a streamed answer's updates straight into its
+buffer, and the buffer stays bounded whether the consumer is behind or gone."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+import agentloop as al
+from agentloop._channel import EventChannel
+from agentloop._entry import EventStream
+from agentloop.testing import events_for, reply_text
+
+from ._helpers import config
+
+pytestmark = pytest.mark.anyio
+
+TEXT = "".join(f"{i:04d}" for i in range(300))  # 300 deltas of four characters
+
+
+def _long_answer() -> list[al.stream.AssistantMessageEvent]:
+    return events_for(reply_text(TEXT), chunk_size=4)
+
+
+async def test_a_consumer_behind_the_stream_never_has_more_than_the_capacity_waiting() -> None:
+    stream = EventStream(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        config([_long_answer()]),
+        capacity=8,
+    )
+    deltas: list[str] = []
+    most = 0
+    async with stream as events:
+        async for event in events:
+            most = max(most, len(stream._buffer) + 1)  # the one just taken was waiting too
+            if isinstance(event, al.MessageUpdate) and isinstance(event.event, al.stream.TextDelta):
+                deltas.append(event.event.delta)
+            await anyio.lowlevel.checkpoint()  # a consumer slower than the loop
+    assert "".join(deltas) == TEXT
+    assert stream.result.text == TEXT
+    # The check after each update bounds the buffer; the few events the loop sends between
+    # checks (a message's start and end) may go past it by one each.
+    assert 8 <= most <= 10
+
+
+async def test_updates_appended_after_the_consumer_left_are_dropped_at_the_next_check() -> None:
+    channel = EventChannel(capacity=4)
+    channel.close_receiver()
+    update = al.MessageUpdate(event=al.stream.TextDelta(index=0, delta="x"))
+    for _ in range(3):
+        for _ in range(channel.capacity):
+            channel.buffer.append(update)  # what the loop does, with no check per update
+        assert len(channel.buffer) == channel.capacity
+        with anyio.fail_after(5):
+            await channel.wait_writable()  # never waits for a consumer that has gone
+        assert not channel.buffer
+    channel.send(update)  # and an ordinary send after it is dropped at once
+    assert not channel.buffer
+
+
+async def test_leaving_the_stream_early_keeps_the_buffer_bounded() -> None:
+    stream = EventStream(
+        [al.UserMessage.from_text("go")],
+        al.loop.AgentContext(),
+        config([_long_answer()]),
+        capacity=8,
+    )
+    async with stream as events:
+        async for event in events:
+            if isinstance(event, al.MessageUpdate):
+                break
+    assert len(stream._buffer) <= 8
