@@ -292,7 +292,7 @@ class AgentRunner:
             self._on_event,
             cancel_scope=scope,
             history=self._history_for(config),
-            updates=False,
+            observed=False,
         )
         self._claim(scope, run)
         self._route_updates()

@@ -40,7 +40,7 @@ class AgentSubscribers:
         self._subscribers[handle] = callback
         self._subscriber_list = tuple(self._subscribers.items())
         self._subscriber_callbacks = tuple(self._subscribers.values())
-        self._route_updates()  # a subscriber joining mid-run sees the answer's updates
+        self._route_updates()  # a subscriber joining mid-run sees the events from then on
         return handle
 
     def unsubscribe(self, handle: int) -> bool:
@@ -64,15 +64,15 @@ class AgentSubscribers:
             return
         callbacks = self._subscriber_callbacks
         if run.channel is not None:
-            run.updates = True
+            run.observed = True
         elif len(callbacks) == 1:
             run.emit_update = callbacks[0]
             run.update_failed = self._update_failed
-            run.updates = True
+            run.observed = True
         else:
             run.emit_update = self._on_update
             run.update_failed = None
-            run.updates = bool(callbacks)
+            run.observed = bool(callbacks)
 
     def _update_failed(self) -> None:
         """The one subscriber, called directly with an update, raised: it is unsubscribed."""

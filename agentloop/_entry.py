@@ -52,7 +52,7 @@ def safe_callback(run: _Run, callback: EventCallback) -> None:
         if active:
             log.exception("event callback %r raised; it is removed", active[0])
             active.clear()
-            run.updates = False
+            run.observed = False
 
     def emit(event: AgentEvent) -> None:
         if active:
@@ -297,8 +297,8 @@ async def run_loop(
     """
     if continue_:
         check_continue(context)
-    run = _Run(context, config, _ignore, cancel_scope=cancel_scope, updates=False)
+    run = _Run(context, config, _ignore, cancel_scope=cancel_scope, observed=False)
     if on_event is not None:
         safe_callback(run, on_event)
-        run.updates = True
+        run.observed = True
     return await run.run(prompts)

@@ -110,7 +110,7 @@ class _Run:
         "turn",
         "turn_message",
         "update_failed",
-        "updates",
+        "observed",
         "validators",
         "view",
     )
@@ -125,7 +125,7 @@ class _Run:
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
         history: History | None = None,
-        updates: bool = True,
+        observed: bool = True,
     ) -> None:
         self.config = config
         self.emit = emit
@@ -135,9 +135,12 @@ class _Run:
             emit_update if emit_update is not None else emit
         )
         self.channel = channel
-        # Whether anyone sees ``MessageUpdate`` events: when no one does, a streamed answer
-        # makes none (the Agent turns it on when a subscriber joins mid-run).
-        self.updates = updates
+        # Whether anyone sees the events only observers need (a streamed answer's
+        # ``MessageUpdate``s, ``AgentStart``/``AgentEnd``, ``TurnStart``/``TurnEnd``,
+        # ``MessageStart``): when no one does, the run makes none. ``MessageEnd`` and the tool
+        # calls' events are always made (an agent keeps what they carry). An agent turns it on
+        # when a subscriber joins mid-run.
+        self.observed = observed
         # Called (in an ``except`` block) when ``emit_update`` raised; ``None``: it is an error.
         self.update_failed: Callable[[], None] | None = None
         self.scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
@@ -275,7 +278,8 @@ class _Run:
 
     def commit(self, message: AgentMessage) -> None:
         """Add a complete message to the context, with its start/end events."""
-        self.emit(MessageStart(message=message))
+        if self.observed:
+            self.emit(MessageStart(message=message))
         self._append(message)
         self.emit(MessageEnd(message=message))
 
@@ -457,7 +461,8 @@ class _Run:
         self.turn_message = None
         self.batch = None
         self.acc = None
-        self.emit(TurnStart(turn=self.turn))
+        if self.observed:
+            self.emit(TurnStart(turn=self.turn))
 
     def end_turn(
         self,
@@ -467,9 +472,12 @@ class _Run:
     ) -> None:
         """The turn ended normally: ``TurnEnd`` (``close_turn`` ends one abnormally)."""
         self.in_turn = False
-        self.emit(
-            TurnEnd(reason=reason, message=message, tool_results=tool_results or [], turn=self.turn)
-        )
+        if self.observed:
+            self.emit(
+                TurnEnd(
+                    reason=reason, message=message, tool_results=tool_results or [], turn=self.turn
+                )
+            )
 
     def answered(self, message: AssistantMessage) -> None:
         """Commit the turn's answer."""
@@ -544,7 +552,8 @@ class _Run:
                     result = _error_result(call, note)
                     results.append(result)
                     self.commit(result)
-        self.emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=self.turn))
+        if self.observed:
+            self.emit(TurnEnd(reason=reason, message=message, tool_results=results, turn=self.turn))
         self.turn += 1
 
     def flush_pending(self, reason: TurnEndReason) -> None:
@@ -556,10 +565,12 @@ class _Run:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
-        self.emit(TurnStart(turn=self.turn))
+        if self.observed:
+            self.emit(TurnStart(turn=self.turn))
         for message in pending:
             self.commit(message)
-        self.emit(TurnEnd(reason=reason, message=None, turn=self.turn))
+        if self.observed:
+            self.emit(TurnEnd(reason=reason, message=None, turn=self.turn))
         self.turn += 1
 
     def result(self) -> AgentResult[str]:
@@ -621,7 +632,8 @@ class _Run:
         self.loop_thread = threading.get_ident()
         if self.token is None:  # (an agent hands over the one it took)
             self.token = anyio.lowlevel.current_token()
-        self.emit(AgentStart())
+        if self.observed:
+            self.emit(AgentStart())
         try:
             with self.scope:
                 # Prompts are committed by the first turn, like any pending message.
@@ -632,7 +644,8 @@ class _Run:
             self.close_turn(TurnEndReason.ABORTED, _ABORTED)
             self.flush_pending(TurnEndReason.ABORTED)
             self.stop_reason = StopReason.ABORTED
-            self.emit(AgentEnd(messages=self.new_messages))
+            if self.observed:
+                self.emit(AgentEnd(messages=self.new_messages))
             raise
         except HookFailed as exc:
             # Application code the loop calls failed: end the run as an error naming it.
@@ -659,7 +672,8 @@ class _Run:
             if self.stop_reason is StopReason.ERROR
             else TurnEndReason.COMPLETE
         )
-        self.emit(AgentEnd(messages=self.new_messages))
+        if self.observed:
+            self.emit(AgentEnd(messages=self.new_messages))
         if self.fatal is not None:
             raise self.fatal
         return self.result()

@@ -185,7 +185,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
     # When the event stream is all that is told of updates (it always is), they go straight
     # into its buffer (the check after each bounds it; once the consumer has gone,
     # ``wait_writable`` empties it).
-    direct = run.updates and channel is not None and run.emit_update == channel.send
+    direct = run.observed and channel is not None and run.emit_update == channel.send
     observer = run.observer
     # What the instrumentation is shown: the options never carry the key.
     shown = base if base.api_key is None else msgspec.structs.replace(base, api_key=None)
@@ -230,7 +230,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                                 hot_index, hot_append = acc.hot_index, acc.hot_append
                         else:
                             break
-                        if run.updates:
+                        if run.observed:
                             if direct:
                                 backlog.append(MessageUpdate(event=event))  # type: ignore[union-attr]
                                 if channel.reader is not None:  # type: ignore[union-attr]
@@ -412,7 +412,10 @@ async def run_turn(run: _Run) -> bool | None:
         await anyio.lowlevel.checkpoint_if_cancelled()
     options = config.stream_options if config.turn_options is None else _turn_options(run)
     run.answer_open = True  # from here, an abnormal end must commit an answer
-    emit(MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id)))
+    if run.observed:
+        emit(
+            MessageStart(message=AssistantMessage(provider=model.provider, model_id=model.model_id))
+        )
     message = await _stream(run, request, options)
     if message.error_kind is ErrorKind.CONTEXT_OVERFLOW and message.stop_reason is StopReason.ERROR:
         # One recovery attempt per turn: the transformers (or a default sliding window) prune

@@ -415,3 +415,33 @@ async def test_model_name_and_context_reach_the_provider() -> None:
     assert [m.content[0].text for m in call.context.messages] == ["earlier", "now"]  # type: ignore[union-attr]
     assert [t.name for t in call.context.tools] == ["echo"]
     assert call.context.tools[0].parameters["required"] == ["text"]
+
+
+async def test_a_run_no_one_observes_makes_only_the_events_its_owner_keeps() -> None:
+    # Turn and message starts, turn ends, the run's start and end and streamed updates exist for
+    # observers; with none (an Agent without subscribers, run_loop without on_event), the run
+    # makes none of them. Message ends and the tool calls' events are always made.
+    from agentloop._loop import _Run
+
+    script = [reply_tool_calls(("echo", {"text": "a"})), reply_text("done")]
+    kept: list[al.AgentEvent] = []
+    run = _Run(al.loop.AgentContext(), config(script, tools=[echo]), kept.append, observed=False)
+    result = await run.run([al.UserMessage.from_text("go")])
+    assert result.text == "done"
+    assert names(kept) == [
+        "MessageEnd",  # the prompt
+        "MessageEnd",  # the call
+        "ToolExecutionStart",
+        "ToolExecutionEnd",
+        "MessageEnd",  # its result
+        "MessageEnd",  # the answer
+    ]
+    # Observed, the same run makes the whole lifecycle, the same kept events among it.
+    everything: list[al.AgentEvent] = []
+    run = _Run(al.loop.AgentContext(), config(script, tools=[echo]), everything.append)
+    await run.run([al.UserMessage.from_text("go")])
+    always = {"MessageEnd", "ToolExecutionStart", "ToolExecutionEnd"}
+    assert [n for n in names(everything) if n in always] == names(kept)
+    assert len(everything) > len(kept) + 8
+    assert names(everything)[:3] == ["AgentStart", "TurnStart", "MessageStart"]
+    assert names(everything)[-2:] == ["TurnEnd", "AgentEnd"]
