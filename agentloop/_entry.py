@@ -10,8 +10,8 @@ event, with no channel at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Generic
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Generic, cast
 
 import anyio
 
@@ -24,7 +24,7 @@ from ._stream import TextDelta
 from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage, OutputT
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    from types import AsyncGeneratorType, TracebackType
     from typing import Self
 
     from anyio.abc import TaskGroup
@@ -145,6 +145,7 @@ class EventStream(Generic[OutputT]):
             history=history,
         )
         self._tg: TaskGroup | None = None
+        self._events: AsyncGeneratorType[AgentEvent, None] | None = None  # see ``__aiter__``
         self._result: AgentResult[OutputT] | None = None
         self._fatal: BaseException | None = None
 
@@ -194,6 +195,9 @@ class EventStream(Generic[OutputT]):
         tg = self._tg
         assert tg is not None
         self._channel.close_receiver()
+        events, self._events = self._events, None
+        if events is not None and not events.ag_running:
+            await events.aclose()  # (at a ``yield``: it ends at once)
         tg.cancel_scope.cancel()
         try:
             suppress = await tg.__aexit__(exc_type, exc, tb)
@@ -210,9 +214,32 @@ class EventStream(Generic[OutputT]):
         if self._tg is None:
             raise TypeError(f"enter the event stream before iterating it: {self._USAGE}")
 
-    def __aiter__(self) -> Self:
+    def __aiter__(self) -> AsyncGenerator[AgentEvent, None]:
+        # An async generator: it hands over each buffered event without a coroutine per event
+        # (``__anext__`` makes one). The same one for every ``async for`` while it runs; after
+        # an exception (a cancelled consumer, say) went through it, the next loop gets a new
+        # one, which goes on from the first event not yet taken.
         self._check_entered()
-        return self
+        events = self._events
+        if events is None or events.ag_frame is None:
+            events = self._events = cast("AsyncGeneratorType[AgentEvent, None]", self._drain())
+        return events
+
+    async def _drain(self) -> AsyncGenerator[AgentEvent, None]:
+        buffer = self._buffer
+        boxed = self._boxed
+        popleft = buffer.popleft
+        channel = self._channel
+        while True:
+            while buffer and not boxed:
+                yield popleft()
+            event = channel.receive_nowait()  # an update coalesced in a box, if one waits
+            if event is None:
+                try:
+                    event = await channel.receive()
+                except anyio.EndOfStream:
+                    return
+            yield event
 
     async def __anext__(self) -> AgentEvent:
         buffer = self._buffer

@@ -10,7 +10,7 @@ import pytest
 import agentloop as al
 from agentloop._channel import EventChannel
 from agentloop._entry import EventStream
-from agentloop.testing import events_for, reply_text
+from agentloop.testing import events_for, reply_text, reply_tool_calls
 
 from ._helpers import config
 
@@ -72,3 +72,60 @@ async def test_leaving_the_stream_early_keeps_the_buffer_bounded() -> None:
             if isinstance(event, al.MessageUpdate):
                 break
     assert len(stream._buffer) <= 8
+
+
+def _tool_run(release: anyio.Event | None = None) -> al.loop.AgentLoopConfig:
+    @al.tool
+    async def step() -> str:
+        """Wait for the release (or one checkpoint), then return."""
+        if release is not None:
+            await release.wait()
+        await anyio.lowlevel.checkpoint()
+        return "stepped"
+
+    script = [reply_tool_calls(("step", {}), ("step", {})), reply_text("done " * 20)]
+    return config(script, tools=[step])
+
+
+async def _reference() -> list[str]:
+    seen: list[al.AgentEvent] = []
+    await al.loop.run_loop(
+        [al.UserMessage.from_text("go")], al.loop.AgentContext(), _tool_run(), on_event=seen.append
+    )
+    return [type(e).__name__ for e in seen]
+
+
+async def test_a_loop_cancelled_mid_stream_and_a_new_one_lose_and_repeat_nothing() -> None:
+    reference = await _reference()
+    got: list[str] = []
+    prompt = [al.UserMessage.from_text("go")]
+    release = anyio.Event()
+    async with al.loop.agent_loop(prompt, al.loop.AgentContext(), _tool_run(release)) as events:
+        with anyio.CancelScope() as scope:
+            async for event in events:
+                got.append(type(event).__name__)
+                if isinstance(event, al.ToolExecutionStart):
+                    scope.cancel()  # lands when the loop next waits for an event
+        assert scope.cancelled_caught
+        assert "ToolExecutionStart" in got and len(got) < len(reference)
+        release.set()
+        async for event in events:  # a new loop goes on from the first event not taken
+            got.append(type(event).__name__)
+    assert got == reference
+
+
+async def test_a_loop_left_with_break_and_the_next_one_go_on_where_it_stopped() -> None:
+    reference = await _reference()
+    got: list[str] = []
+    prompt = [al.UserMessage.from_text("go")]
+    async with al.loop.agent_loop(prompt, al.loop.AgentContext(), _tool_run()) as events:
+        for stop in ("TurnStart", "ToolExecutionEnd", "TurnEnd"):
+            async for event in events:
+                got.append(type(event).__name__)
+                if got[-1] == stop:
+                    break
+        async for event in events:
+            got.append(type(event).__name__)
+        with pytest.raises(StopAsyncIteration):
+            await events.__anext__()  # nothing left, by the other way to take an event
+    assert got == reference
