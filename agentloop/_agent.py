@@ -184,7 +184,6 @@ class Agent(
         "pre_dispatch_policies",
         "pre_turn_policies",
         "retry_strategy",
-        "running_tool_calls",
         "session",
         "steering_mode",
         "stream_fn",
@@ -282,7 +281,6 @@ class Agent(
         self._history = None
         self._steering: list[AgentMessage] = []  # queues stay short: lists cost less than deques
         self._follow_up: list[AgentMessage] = []
-        self.running_tool_calls: set[str] = set()
         self.last_error: str | None = None
         self.plan_mode = False
         self.usage = Usage()
@@ -303,6 +301,15 @@ class Agent(
     @property
     def is_running(self) -> bool:
         return self._running
+
+    @property
+    def running_tool_calls(self) -> set[str]:
+        """The ids of the tool calls running now: started, and not yet ended."""
+        run = self._run
+        batch = run.batch if run is not None else None
+        if batch is None:
+            return set()
+        return {slot.call.id for slot in batch.slots if slot.started and not slot.ended}
 
     @property
     def streaming_message(self) -> AssistantMessage | None:

@@ -24,8 +24,6 @@ from ._events import (
     MessageEnd,
     MessageUpdate,
     SessionWriteFailed,
-    ToolExecutionEnd,
-    ToolExecutionStart,
 )
 from ._history import History
 from ._loop import _Run
@@ -124,7 +122,6 @@ class AgentRunner:
     session: SessionRecorder | None
     toolsets: list[Toolset]
     last_error: str | None
-    running_tool_calls: set[str]
     on_message: Callable[[AgentMessage], object] | None
     approval: Any
     usage: Any
@@ -241,7 +238,6 @@ class AgentRunner:
         self._token = None
         self._loop_thread = None
         self._pause_requested = False
-        self.running_tool_calls.clear()
         idle, self._idle = self._idle, None
         with self._lock:
             self._running = False
@@ -332,23 +328,11 @@ def _keep_message(agent: AgentRunner, event: Any) -> bool:
     return False
 
 
-def _keep_call_start(agent: AgentRunner, event: Any) -> bool:
-    agent.running_tool_calls.add(event.call_id)
-    return False
-
-
-def _keep_call_end(agent: AgentRunner, event: Any) -> bool:
-    agent.running_tool_calls.discard(event.call_id)
-    return False
-
-
 # What ``AgentRunner._on_event`` keeps, by event type (a lookup, where a chain of type tests
 # cost every event of every turn).
 _KEEP: dict[type, Callable[[AgentRunner, Any], bool]] = {
     MessageUpdate: _keep_update,
     MessageEnd: _keep_message,
-    ToolExecutionStart: _keep_call_start,
-    ToolExecutionEnd: _keep_call_end,
 }
 
 

@@ -125,8 +125,9 @@ class _Updates:
             return
         if isinstance(update, str):
             update = AgentToolResult.text(update)
-        call = slot.call
-        run.emit(ToolExecutionUpdate(call_id=call.id, name=call.name, update=update))
+        if run.observed:
+            call = slot.call
+            run.emit(ToolExecutionUpdate(call_id=call.id, name=call.name, update=update))
 
 
 class Batch:
@@ -148,10 +149,11 @@ class Batch:
     def _start(self, slot: _Slot) -> None:
         if not slot.started:
             slot.started = True
-            call = slot.call
-            self.run.emit(
-                ToolExecutionStart(call_id=call.id, name=call.name, arguments=slot.arguments)
-            )
+            if self.run.observed:
+                call = slot.call
+                self.run.emit(
+                    ToolExecutionStart(call_id=call.id, name=call.name, arguments=slot.arguments)
+                )
 
     def _end(self, slot: _Slot, result: AgentToolResult) -> None:
         """Record ``result`` for ``slot`` and emit its start (if not yet) and end."""
@@ -163,12 +165,13 @@ class Batch:
         if slot.context is not None:
             slot.context._cancel()  # a thread still running is told its result is void
             slot.context = None  # (the context's ``on_update`` refers to the slot)
-        call = slot.call
-        self.run.emit(
-            ToolExecutionEnd(
-                call_id=call.id, name=call.name, result=result, is_error=result.is_error
+        if self.run.observed:
+            call = slot.call
+            self.run.emit(
+                ToolExecutionEnd(
+                    call_id=call.id, name=call.name, result=result, is_error=result.is_error
+                )
             )
-        )
 
     def resolve_unfinished(self, message: str) -> None:
         """Give every call without a result an error result (abort, stop, failure)."""

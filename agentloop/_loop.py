@@ -135,11 +135,9 @@ class _Run:
             emit_update if emit_update is not None else emit
         )
         self.channel = channel
-        # Whether anyone sees the events only observers need (a streamed answer's
-        # ``MessageUpdate``s, ``AgentStart``/``AgentEnd``, ``TurnStart``/``TurnEnd``,
-        # ``MessageStart``): when no one does, the run makes none. ``MessageEnd`` and the tool
-        # calls' events are always made (an agent keeps what they carry). An agent turns it on
-        # when a subscriber joins mid-run.
+        # Whether anyone sees the events only observers need (all but ``MessageEnd``, whose
+        # message an agent keeps, records or hands to its ``on_message``): when no one does,
+        # the run makes none of them. An agent turns it on when a subscriber joins mid-run.
         self.observed = observed
         # Called (in an ``except`` block) when ``emit_update`` raised; ``None``: it is an error.
         self.update_failed: Callable[[], None] | None = None

@@ -104,6 +104,27 @@ def two_calls() -> AssistantMessage:
 # --------------------------------------------------------------------------- abort
 
 
+async def test_running_tool_calls_with_no_subscriber_to_see_the_calls_start_and_end() -> None:
+    # Read from the running batch: an agent no one subscribes to makes no tool-call events.
+    a, b = GateTool("a"), GateTool("b")
+    agent = Agent(
+        model=MODEL, stream_fn=ScriptedStream([two_calls(), reply_text("done")]), tools=[a, b]
+    )
+    assert agent.running_tool_calls == set()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent.prompt, "go")
+        await a.started.wait()
+        await b.started.wait()
+        assert agent.running_tool_calls == {"a1", "b1"}
+        b.gate.set()
+        await anyio.wait_all_tasks_blocked()  # b's call has ended; a's waits at its gate
+        assert agent.running_tool_calls == {"a1"}
+        a.gate.set()
+    assert agent.running_tool_calls == set()
+    last = agent.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.text == "done"
+
+
 async def test_abort_mid_tool_leaves_a_consistent_history() -> None:
     a, b = GateTool("a"), GateTool("b")
     b.gate.set()
