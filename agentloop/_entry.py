@@ -325,7 +325,14 @@ async def run_loop(
     if continue_:
         check_continue(context)
     run = _Run(context, config, _ignore, cancel_scope=cancel_scope, observed=False)
-    if on_event is not None:
-        safe_callback(run, on_event)
-        run.observed = True
-    return await run.run(prompts)
+    if on_event is None:
+        return await run.run(prompts)
+    safe_callback(run, on_event)
+    run.observed = True
+    try:
+        return await run.run(prompts)
+    finally:
+        # The callback's wrappers refer to the run: let go of them, so that reference counting
+        # alone frees the run.
+        run.emit = run.emit_update = _ignore
+        run.update_failed = None

@@ -174,3 +174,60 @@ async def test_a_finished_agent_run_is_freed_without_the_cyclic_gc(no_gc: Any) -
         del agent, stream, seen, result
         garbage = _agentloop_garbage()
     assert garbage == []
+
+
+@pytest.mark.anyio
+async def test_a_finished_run_loop_run_is_freed_without_the_cyclic_gc(no_gc: Any) -> None:
+    """The same through ``run_loop``, with a callback and without."""
+
+    @al.tool
+    async def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+
+    seen: list[al.AgentEvent] = []
+    callbacks: list[Any] = [None, seen.append, None, seen.append]  # (the first two warm caches)
+    for on_event in callbacks:
+        config = al.loop.AgentLoopConfig(
+            model=al.ModelSpec(provider="scripted", model_id="none"),
+            stream_fn=ScriptedStream([reply_tool_calls(("noop", {})), reply_text("finished")]),
+            tools=[noop],
+        )
+        result = await al.loop.run_loop(
+            [al.UserMessage.from_text("go")], al.loop.AgentContext(), config, on_event=on_event
+        )
+        assert result.text == "finished"
+        del config, result
+        assert _agentloop_garbage() == []
+
+
+@pytest.mark.anyio
+async def test_a_finished_event_stream_is_freed_without_the_cyclic_gc(no_gc: Any) -> None:
+    """The same through ``agent_loop``, read to the end. (A stream left early cancels its run:
+    the cancellation's traceback holds the frames it went through, as any caught exception's
+    does, and those cycles are the cyclic GC's.)"""
+
+    @al.tool
+    async def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
+
+    for _ in range(2):  # the first round warms caches (schemas, type info) kept for the process
+        config = al.loop.AgentLoopConfig(
+            model=al.ModelSpec(provider="scripted", model_id="none"),
+            stream_fn=ScriptedStream([reply_tool_calls(("noop", {})), reply_text("finished")]),
+            tools=[noop],
+        )
+        prompt = [al.UserMessage.from_text("go")]
+        read = 0
+        async with al.loop.agent_loop(prompt, al.loop.AgentContext(), config) as events:
+            async for _event in events:
+                read += 1
+        assert read > 10 and events.result.text == "finished"
+        del config, events
+        garbage = _agentloop_garbage()
+    assert garbage == []
