@@ -93,6 +93,7 @@ class _Run:
         "loop_thread",
         "messages",
         "new_messages",
+        "observed",
         "observer",
         "overflow_signal",
         "pending",
@@ -110,7 +111,6 @@ class _Run:
         "turn",
         "turn_message",
         "update_failed",
-        "observed",
         "validators",
         "view",
     )
@@ -137,7 +137,8 @@ class _Run:
         self.channel = channel
         # Whether anyone sees the events only observers need (all but ``MessageEnd``, whose
         # message an agent keeps, records or hands to its ``on_message``): when no one does,
-        # the run makes none of them. An agent turns it on when a subscriber joins mid-run.
+        # the run makes none of those of every turn and token (the rare ones, a retry or a
+        # compaction, are made anyway). An agent turns it on when a subscriber joins mid-run.
         self.observed = observed
         # Called (in an ``except`` block) when ``emit_update`` raised; ``None``: it is an error.
         self.update_failed: Callable[[], None] | None = None
