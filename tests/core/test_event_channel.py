@@ -19,17 +19,15 @@ pytestmark = pytest.mark.anyio
 TEXT = "".join(f"{i:04d}" for i in range(300))  # 300 deltas of four characters
 
 
-def _long_answer() -> list[al.stream.AssistantMessageEvent]:
-    return events_for(reply_text(TEXT), chunk_size=4)
+def _long_stream(capacity: int) -> EventStream[str]:
+    """An event stream of one answer of 300 deltas, with room for ``capacity`` events."""
+    answer = events_for(reply_text(TEXT), chunk_size=4)
+    prompt = [al.UserMessage.from_text("go")]
+    return EventStream(prompt, al.loop.AgentContext(), config([answer]), capacity=capacity)
 
 
 async def test_a_consumer_behind_the_stream_never_has_more_than_the_capacity_waiting() -> None:
-    stream = EventStream(
-        [al.UserMessage.from_text("go")],
-        al.loop.AgentContext(),
-        config([_long_answer()]),
-        capacity=8,
-    )
+    stream = _long_stream(capacity=8)
     deltas: list[str] = []
     most = 0
     async with stream as events:
@@ -61,12 +59,7 @@ async def test_updates_appended_after_the_consumer_left_are_dropped_at_the_next_
 
 
 async def test_leaving_the_stream_early_keeps_the_buffer_bounded() -> None:
-    stream = EventStream(
-        [al.UserMessage.from_text("go")],
-        al.loop.AgentContext(),
-        config([_long_answer()]),
-        capacity=8,
-    )
+    stream = _long_stream(capacity=8)
     async with stream as events:
         async for event in events:
             if isinstance(event, al.MessageUpdate):
