@@ -121,7 +121,6 @@ class _Run:
         config: AgentLoopConfig,
         emit: Emit,
         *,
-        emit_update: Emit | None = None,
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
         history: History | None = None,
@@ -129,11 +128,10 @@ class _Run:
     ) -> None:
         self.config = config
         self.emit = emit
-        # ``MessageUpdate`` events, once per streamed token, may take a path of their own (what
-        # it returns is ignored: it may be a user's callback, see ``update_failed``).
-        self.emit_update: Callable[[AgentEvent], object] = (
-            emit_update if emit_update is not None else emit
-        )
+        # ``MessageUpdate`` events, once per streamed token, may take a path of their own, set
+        # by the run's owner (what it returns is ignored: it may be a user's callback, see
+        # ``update_failed``).
+        self.emit_update: Callable[[AgentEvent], object] = emit
         self.channel = channel
         # Whether anyone sees the events only observers need (all but ``MessageEnd``, whose
         # message an agent keeps, records or hands to its ``on_message``): when no one does,

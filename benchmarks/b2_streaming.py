@@ -2,7 +2,8 @@
 
 Cases, interleaved in this process (the figure is deltas / wall time of the whole run):
 
-- ``event_stream``: a consumer of the public stream, ``async with agent_loop(...) as events``;
+- ``event_stream``: a consumer of the public stream (the ``EventStream`` ``agent_loop`` returns)
+  (``--capacity N``: an ``EventStream`` holding up to N waiting events instead of 256);
 - ``callback``: ``run_loop(..., on_event=cb)``;
 - ``subscriber``: ``Agent.subscribe(cb)`` and ``await agent.prompt(...)``;
 - ``floor_callback``: the events folded by hand and handed to the same callback;
@@ -42,7 +43,7 @@ class Counter:
             self.count += 1
 
 
-def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
+def cases(deltas: int, capacity: int = 256) -> dict[str, Callable[[], Awaitable[float]]]:
     replies = [text_reply(deltas)]
     prompt = [al.UserMessage.from_text("go")]
 
@@ -55,7 +56,8 @@ def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
     async def event_stream() -> float:
         cfg, counter = config(), Counter()
         start = time.perf_counter()
-        async with al.loop.agent_loop(prompt, al.loop.AgentContext(), cfg) as events:
+        stream = al.loop.EventStream(prompt, al.loop.AgentContext(), cfg, capacity=capacity)
+        async with stream as events:
             async for event in events:
                 counter(event)
         elapsed = time.perf_counter() - start
@@ -108,16 +110,20 @@ def cases(deltas: int) -> dict[str, Callable[[], Awaitable[float]]]:
 def main() -> None:
     parser = base_parser(__doc__ or "")
     parser.add_argument("--deltas", type=int, default=10_000)
+    parser.add_argument("--capacity", type=int, default=256, help="the event stream's buffer")
     args = parser.parse_args()
     if args.smoke:
         args.deltas, args.repeat, args.warmup = 200, 1, 0
-    times = interleave(args.backend, cases(args.deltas), repeat=args.repeat, warmup=args.warmup)
+    times = interleave(
+        args.backend, cases(args.deltas, args.capacity), repeat=args.repeat, warmup=args.warmup
+    )
     rates = {name: [args.deltas / t for t in values] for name, values in times.items()}
     emit_json(
         {
             "backend": args.backend,
             "unit": "deltas_per_s",
             "deltas": args.deltas,
+            "capacity": args.capacity,
             "cases": {name: summary(values) for name, values in rates.items()},
         }
     )

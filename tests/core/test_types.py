@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
@@ -372,27 +373,23 @@ def test_error_hierarchy_matches_design() -> None:
 
 # ---------------------------------------------------------------- adding up a run's spending
 
+
+def _spending(cls: type[Any], value: st.SearchStrategy[Any], **extra: Any) -> Any:
+    """A ``Usage`` or ``Cost`` strategy: ``value`` for each of the five counts."""
+    counts = dict.fromkeys(("input", "output", "cache_read", "cache_write", "total"), value)
+    return st.builds(cls, **counts, **extra)
+
+
 _counts = st.integers(0, 10**9)
-_extra_int = st.dictionaries(st.sampled_from(["a", "b", "c"]), _counts, max_size=2)
-_usages = st.builds(
+_usages = _spending(
     agentloop.Usage,
-    input=_counts,
-    output=_counts,
-    cache_read=_counts,
-    cache_write=_counts,
-    total=_counts,
-    extra=_extra_int,
+    _counts,
+    extra=st.dictionaries(st.sampled_from(["a", "b", "c"]), _counts, max_size=2),
     estimated=st.booleans(),
 )
 _money = st.floats(0, 1e3, allow_nan=False)
-_costs = st.builds(
-    agentloop.Cost,
-    input=_money,
-    output=_money,
-    cache_read=_money,
-    cache_write=_money,
-    total=_money,
-    extra=st.dictionaries(st.sampled_from(["a", "b"]), _money, max_size=2),
+_costs = _spending(
+    agentloop.Cost, _money, extra=st.dictionaries(st.sampled_from(["a", "b"]), _money, max_size=2)
 )
 
 
