@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from ._agent_checkpoint import AgentCheckpoints, Checkpoint, PauseAtTurnEnd
+from ._agent_checkpoint import AgentCheckpoints, Checkpoint
 from ._agent_compat import AgentCompat
 from ._agent_queues import AgentQueues, QueueMode, QueuePoll
 from ._agent_run import AgentRunner, AgentStream, ensure_no_event_loop
@@ -268,7 +268,7 @@ class Agent(
         self._loop_thread = None
         self._run = None
         self._pause_requested = False
-        self._pauser = PauseAtTurnEnd(self)
+        self._pauser = None  # made at the first pause asked for (``pause_nowait``)
         self._set_initial_state()
 
     def _set_initial_state(self) -> None:
@@ -400,7 +400,7 @@ class Agent(
             post_turn_policies=[
                 *self.post_turn_policies,
                 *extra_post_turn,
-                *((self._pauser,) if self._pause_requested else ()),
+                *((self._pauser,) if self._pauser is not None and self._pause_requested else ()),
             ],
             post_loop_policies=(*self.post_loop_policies, *extra_post_loop),
             approval=approval,

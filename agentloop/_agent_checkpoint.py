@@ -73,7 +73,7 @@ class AgentCheckpoints:
     _follow_up: list[AgentMessage]
     _tools: dict[str, AgentTool]
     _pause_requested: bool
-    _pauser: PauseAtTurnEnd
+    _pauser: PauseAtTurnEnd | None
     _run: _Run | None
     _running: bool
 
@@ -133,13 +133,15 @@ class AgentCheckpoints:
         if not self._running:
             return False
         self._pause_requested = True
+        pauser = self._pauser
+        if pauser is None:
+            pauser = self._pauser = PauseAtTurnEnd(self)
         run = self._run
         if run is not None:
             # The run's own list (``Agent._config`` builds one per run), appended to in place:
             # a post-turn policy asking for the pause sees it evaluated in that same turn.
             policies = run.config.post_turn_policies
             assert isinstance(policies, list)
-            pauser = self._pauser
             if not any(policy is pauser for policy in policies):
                 policies.append(pauser)
         return True

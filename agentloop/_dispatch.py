@@ -135,9 +135,9 @@ class Batch:
 
     __slots__ = ("calls", "failure", "interrupted", "run", "slots", "steering", "stopped")
 
-    def __init__(self, run: _Run, calls: Sequence[ToolCall]) -> None:
+    def __init__(self, run: _Run, calls: list[ToolCall]) -> None:
         self.run = run
-        self.calls = list(calls)
+        self.calls = calls  # the answer's ``tool_calls``: a list of the batch's own
         self.slots = [_Slot(call, run.tools.get(call.name)) for call in self.calls]
         self.steering: list[AgentMessage] | None = None
         self.interrupted = False
@@ -296,10 +296,15 @@ class Batch:
                 ),
             )
             return False
-        validate = self.run.validators.get(tool.name)
+        validate = getattr(tool, "validate_arguments", None)
         if validate is None:
-            validate = getattr(tool, "validate_arguments", None) or validator_for(tool.parameters)
-            self.run.validators[tool.name] = validate
+            # Compiled once per schema, looked up once per run (the key encodes the schema).
+            validators = self.run.validators
+            if validators is None:
+                validators = self.run.validators = {}
+            validate = validators.get(tool.name)
+            if validate is None:
+                validate = validators[tool.name] = validator_for(tool.parameters)
         try:
             slot.validated = validate(arguments)
         except ToolArgumentError as exc:
@@ -445,8 +450,8 @@ class Batch:
                     self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
                 else:
                     self._end(slot, slot.result)
-            has_steering = self.run.has_steering
-            if has_steering is not None and not has_steering():
+            queue = self.run.steering_queue
+            if queue is not None and not queue.has_messages():
                 return  # the agent's queue is empty: nothing to poll
             try:
                 await self._poll_steering()

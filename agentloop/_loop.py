@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -51,6 +51,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from anyio.abc import TaskGroup
 
     from ._abc import AgentTool, Instrumentation
@@ -85,7 +87,6 @@ class _Run:
         "fatal",
         "fatal_note",
         "finished",
-        "has_steering",
         "history",
         "in_turn",
         "incremental",
@@ -106,6 +107,7 @@ class _Run:
         "token",
         "tool_schemas",
         "static_tools",
+        "steering_queue",
         "tools",
         "toolset_tools",
         "turn",
@@ -148,14 +150,15 @@ class _Run:
         self.suspended: tuple[AssistantMessage, list[Any]] | None = None
         self.system_prompt = context.system_prompt
         self.static_tools: Sequence[AgentTool] = config.tools or context.tools
-        self.toolset_tools: list[AgentTool] = []
+        self.toolset_tools: Sequence[AgentTool] = ()
         self.tools: dict[str, AgentTool] = {}
         self.tool_schemas: list[ToolSchema] = []
         self._set_tools(self.static_tools)
-        self.validators: dict[str, Callable[[Any], Any]] = {}
+        # The validators of the tools with no ``validate_arguments``, made at their first call.
+        self.validators: dict[str, Callable[[Any], Any]] | None = None
         # An agent's own steering queue says when it is empty: no check, no poll, then.
         poll = config.get_steering_messages
-        self.has_steering = poll.has_messages if isinstance(poll, QueuePoll) else None
+        self.steering_queue = poll if isinstance(poll, QueuePoll) else None
         self.incremental = (
             config.transform_context is None and config.async_transform_context is None
         )
@@ -192,12 +195,7 @@ class _Run:
         self.token: object = None
         # The run's instrumentation, when one took the run on (see ``_instrumentation``).
         self.observer: Observer | None = None
-        self.link = RunLink(
-            emit=self.emit_threadsafe,
-            account=self.account,
-            approval=config.approval,
-            agent=config.agent_name,
-        )
+        self.link = RunLink(self, approval=config.approval, agent=config.agent_name)
         last = self.messages[-1] if self.messages else None
         if type(last) is AssistantMessage and last.error_kind is ErrorKind.CONTEXT_OVERFLOW:
             # Continuing after an overflow error: the first request prunes harder.
@@ -591,15 +589,13 @@ class _Run:
 
     # ---------------------------------------------------------------- the run
 
-    async def run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
-        """Run to the end; on cancellation emit the closing events, then re-raise."""
-        try:
-            instrumentation = self.config.instrumentation or inherited.get()
-            if instrumentation is None:
-                return await self._run(prompts)
-            return await self._observed(prompts, instrumentation)
-        finally:
-            self.link._close()
+    def run(self, prompts: Sequence[AgentMessage]) -> Coroutine[Any, Any, AgentResult[str]]:
+        """The run to the end, to await; on cancellation it emits the closing events, then
+        re-raises. (A plain method: the run's task has one coroutine frame less to keep.)"""
+        instrumentation = self.config.instrumentation or inherited.get()
+        if instrumentation is None:
+            return self._run(prompts)
+        return self._observed(prompts, instrumentation)
 
     async def _observed(
         self, prompts: Sequence[AgentMessage], instrumentation: Instrumentation
@@ -626,88 +622,67 @@ class _Run:
                 hook.exit(failure)
 
     async def _run(self, prompts: Sequence[AgentMessage]) -> AgentResult[str]:
-        self.loop_thread = threading.get_ident()
-        if self.token is None:  # (an agent hands over the one it took)
-            self.token = anyio.lowlevel.current_token()
-        if self.observed:
-            self.emit(AgentStart())
         try:
-            with self.scope:
-                # Prompts are committed by the first turn, like any pending message.
-                self.pending.extend(prompts)
-                if await self._turns():
-                    await self._in_task_group()
-        except anyio.get_cancelled_exc_class():
-            self.close_turn(TurnEndReason.ABORTED, _ABORTED)
-            self.flush_pending(TurnEndReason.ABORTED)
-            self.stop_reason = StopReason.ABORTED
+            self.loop_thread = threading.get_ident()
+            if self.token is None:  # (an agent hands over the one it took)
+                self.token = anyio.lowlevel.current_token()
+            if self.observed:
+                self.emit(AgentStart())
+            try:
+                with self.scope:
+                    # Prompts are committed by the first turn, like any pending message.
+                    self.pending.extend(prompts)
+                    if await self._turns():
+                        # The rest of the run inside the task group of its tool calls.
+                        async with _CallTasks(self):
+                            await self._turns(await resume_turn(self))
+            except anyio.get_cancelled_exc_class():
+                self.close_turn(TurnEndReason.ABORTED, _ABORTED)
+                self.flush_pending(TurnEndReason.ABORTED)
+                self.stop_reason = StopReason.ABORTED
+                if self.observed:
+                    self.emit(AgentEnd(messages=self.new_messages))
+                raise
+            except HookFailed as exc:
+                # Application code the loop calls failed: end the run as an error naming it.
+                log.error("agent run ended: %s", exc, exc_info=exc.__cause__ or exc)
+                self._end_with_error(str(exc), ErrorKind.HOOK)
+            except Exception as exc:
+                # A bug of the loop: end the run as an error, with its events complete.
+                log.exception("agent loop failed")
+                self._end_with_error(
+                    f"agent loop failed: {type(exc).__name__}: {exc}", ErrorKind.OTHER
+                )
+            except BaseException as exc:
+                # KeyboardInterrupt, SystemExit and the like, raised in the run's own task.
+                if self.fatal is None:
+                    self.fatal = exc
+                    self.fatal_note = f"agent run interrupted by {type(exc).__name__}: {exc}"
+            if self.fatal is not None:
+                self._end_with_error(self.fatal_note, ErrorKind.OTHER)
+            elif self.scope.cancelled_caught:
+                self.close_turn(TurnEndReason.ABORTED, _ABORTED)
+                self.stop_reason = StopReason.ABORTED
+            self.flush_pending(
+                TurnEndReason.ABORTED
+                if self.stop_reason is StopReason.ABORTED
+                else TurnEndReason.ERROR
+                if self.stop_reason is StopReason.ERROR
+                else TurnEndReason.COMPLETE
+            )
             if self.observed:
                 self.emit(AgentEnd(messages=self.new_messages))
-            raise
-        except HookFailed as exc:
-            # Application code the loop calls failed: end the run as an error naming it.
-            log.error("agent run ended: %s", exc, exc_info=exc.__cause__ or exc)
-            self._end_with_error(str(exc), ErrorKind.HOOK)
-        except Exception as exc:
-            # A bug of the loop: end the run as an error, with its events complete.
-            log.exception("agent loop failed")
-            self._end_with_error(f"agent loop failed: {type(exc).__name__}: {exc}", ErrorKind.OTHER)
-        except BaseException as exc:
-            # KeyboardInterrupt, SystemExit and the like, raised in the run's own task.
-            if self.fatal is None:
-                self.fatal = exc
-                self.fatal_note = f"agent run interrupted by {type(exc).__name__}: {exc}"
-        if self.fatal is not None:
-            self._end_with_error(self.fatal_note, ErrorKind.OTHER)
-        elif self.scope.cancelled_caught:
-            self.close_turn(TurnEndReason.ABORTED, _ABORTED)
-            self.stop_reason = StopReason.ABORTED
-        self.flush_pending(
-            TurnEndReason.ABORTED
-            if self.stop_reason is StopReason.ABORTED
-            else TurnEndReason.ERROR
-            if self.stop_reason is StopReason.ERROR
-            else TurnEndReason.COMPLETE
-        )
-        if self.observed:
-            self.emit(AgentEnd(messages=self.new_messages))
-        if self.fatal is not None:
-            raise self.fatal
-        return self.result()
+            if self.fatal is not None:
+                raise self.fatal
+            return self.result()
+        finally:
+            self.link._close()
 
     def _end_with_error(self, note: str, kind: ErrorKind) -> None:
         self.close_turn(TurnEndReason.ERROR, note)
         self.stop_reason = StopReason.ERROR
         self.error = note
         self.error_kind = kind
-
-    async def _in_task_group(self) -> None:
-        """The rest of the run inside the task group of its tool calls: the turn that waits for
-        it (``suspended``), then the turns after it.
-
-        What the turns raise (other than a cancellation, which the group itself handles) is
-        kept while the group closes and raised after it as itself, never in a group; the
-        calls still running, if any, are cancelled first.
-        """
-        escaped: BaseException | None = None
-        try:
-            async with anyio.create_task_group() as tasks:
-                self.tasks = tasks
-                try:
-                    await self._turns(await resume_turn(self))
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except BaseException as exc:
-                    escaped = exc
-                    tasks.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # A call's task raised: ``Batch`` keeps every failure of its own, so this is a
-            # bug's last line of defence.
-            raise single_exception(group) from None
-        finally:
-            self.tasks = None
-        if escaped is not None:
-            raise escaped
 
     async def _turns(self, resumed: bool | None = None) -> bool:
         """Turns until the run ends: steering after each, then, when the run would end,
@@ -732,7 +707,7 @@ class _Run:
             if (
                 poll is not None
                 and not self.pending
-                and (self.has_steering is None or self.has_steering())
+                and (self.steering_queue is None or self.steering_queue.has_messages())
             ):
                 # Only when the turn brought no messages of its own: a batch interrupted by
                 # steering already took what the queue's mode allows for this turn.
@@ -779,6 +754,46 @@ class _Run:
 
 
 _ABORTED = "tool call aborted: the run was cancelled"
+
+
+class _CallTasks:
+    """The task group of a run's tool calls, around the rest of the run from its first batch
+    on (``run.tasks`` while it is open).
+
+    An ``async with`` of its own rather than a coroutine around the turns, so that a parked run
+    keeps no frame for it. What the turns raise (other than a cancellation, which the group
+    itself handles) is kept while the group closes and raised after it as itself, never in a
+    group; the calls still running, if any, are cancelled first.
+    """
+
+    __slots__ = ("group", "run")
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.group = anyio.create_task_group()
+
+    async def __aenter__(self) -> None:
+        self.run.tasks = await self.group.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        group = self.group
+        try:
+            if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+                return bool(await group.__aexit__(exc_type, exc, tb))
+            group.cancel_scope.cancel()
+            await group.__aexit__(None, None, None)
+            return False  # what the turns raised goes on
+        except BaseExceptionGroup as failures:
+            # A call's task raised: ``Batch`` keeps every failure of its own, so this is a
+            # bug's last line of defence.
+            raise single_exception(failures) from None
+        finally:
+            self.run.tasks = None
 
 
 def _error_result(call: ToolCall, text: str) -> ToolResultMessage:

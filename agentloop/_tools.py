@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 import typing
-from typing import TYPE_CHECKING, Any, Generic, get_origin, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, get_origin, get_type_hints, overload
 
 import anyio.to_thread
 import msgspec
@@ -182,28 +182,24 @@ class RunLink:
             the top level.
     """
 
-    __slots__ = ("_account", "_emit", "agent", "approval")
+    __slots__ = ("_run", "agent", "approval")
 
-    def __init__(
-        self,
-        *,
-        emit: Callable[[Any], None],
-        account: Callable[[Any, Any], None],
-        approval: Any,
-        agent: str,
-    ) -> None:
-        self._emit = emit
-        self._account = account
+    def __init__(self, run: _Caller, *, approval: Any, agent: str) -> None:
+        self._run: _Caller | None = run
         self.approval = approval
         self.agent = agent
 
     def emit(self, event: Any) -> None:
         """Add ``event`` to the calling run's events (from any thread)."""
-        self._emit(event)
+        run = self._run
+        if run is not None:
+            run.emit_threadsafe(event)
 
     def account(self, usage: Any, cost: Any) -> None:
         """Add what a sub-agent spent to the calling run's usage and cost (loop thread)."""
-        self._account(usage, cost)
+        run = self._run
+        if run is not None:
+            run.account(usage, cost)
 
     def _close(self) -> None:
         """The calling run has ended: what is emitted or accounted from now on is dropped.
@@ -211,12 +207,14 @@ class RunLink:
         It also lets the run go: the link no longer refers to it, so a finished run is freed
         by reference counting, without waiting for the cyclic GC.
         """
-        self._emit = _drop
-        self._account = _drop
+        self._run = None
 
 
-def _drop(*args: Any) -> None:
-    pass
+class _Caller(Protocol):
+    """What a link needs of its run."""
+
+    def emit_threadsafe(self, event: Any) -> None: ...
+    def account(self, usage: Any, cost: Any) -> None: ...
 
 
 # The context of the tool call the current task (or worker thread) is running; the loop sets

@@ -322,3 +322,37 @@ async def test_a_failure_after_the_first_batch_reaches_the_caller_as_itself(
     assert requests == 2
     assert [e.name for e in rec.of(al.ToolExecutionEnd)] == ["ok_tool"]
     assert_complete(rec.events)
+
+
+async def test_a_loop_failure_while_a_call_still_runs_cancels_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The last line of defence: should the loop itself fail while a task of the run's task
+    # group still runs, that task is cancelled and the run ends as an error (no hang, nothing
+    # left running). A batch always waits for its calls, so a fault is injected to get there.
+    from agentloop import _dispatch
+
+    lingering = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def linger() -> None:
+        try:
+            lingering.set()
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async def failing_execute(self: Any, ready: Any) -> None:
+        self.run.tasks.start_soon(linger)
+        await lingering.wait()
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_dispatch.Batch, "execute", failing_execute)
+    script = [reply_tool_calls(("ok_tool", {})), reply_text("never")]
+    with anyio.fail_after(10):
+        result = await al.loop.run_loop(
+            prompt(), al.loop.AgentContext(), config(script, tools=[ok_tool])
+        )
+    assert result.error == "agent loop failed: RuntimeError: a bug"
+    assert result.stop_reason is al.StopReason.ERROR
+    assert cancelled.is_set()

@@ -305,6 +305,44 @@ async def test_invalid_arguments_never_reach_execute() -> None:
     assert "int" in results[0].text
 
 
+async def test_a_protocol_tool_without_a_validator_is_checked_against_its_schema() -> None:
+    # A tool that only follows the protocol (no ``validate_arguments``, not an ``al.Tool``):
+    # the loop checks its arguments against ``parameters``, in every turn of the run.
+    calls: list[Any] = []
+
+    class Bare:
+        name = "bare"
+        label = "bare"
+        description = "a bare protocol tool"
+        parameters: dict[str, Any] = {  # noqa: RUF012
+            "type": "object",
+            "properties": {"path": {"type": "string", "minLength": 1}},
+            "required": ["path"],
+        }
+        requires_approval = False
+        read_only = True
+
+        async def execute(
+            self, call_id: str, arguments: Any, on_update: al.abc.OnUpdate
+        ) -> al.AgentToolResult:
+            calls.append(arguments)
+            return al.AgentToolResult.text("ran")
+
+    assert isinstance(Bare(), al.AgentTool) and not hasattr(Bare(), "validate_arguments")
+    script = [
+        reply_tool_calls(("bare", {"path": ""}), ("bare", {"path": "a"})),
+        reply_tool_calls(("bare", {}), ("bare", {"path": "b"})),
+        reply_text("ok"),
+    ]
+    result = await al.loop.run_loop(
+        prompt(), al.loop.AgentContext(), config(script, tools=[Bare()])
+    )
+    results = results_of(result.messages)
+    assert calls == [{"path": "a"}, {"path": "b"}]
+    assert [r.is_error for r in results] == [True, False, True, False]
+    assert all(r.text.startswith("invalid arguments for tool 'bare'") for r in results[::2])
+
+
 async def test_bad_calls_from_the_model_are_answered() -> None:
     calls = [
         al.ToolCall(id="", name="echo", arguments={"text": "no id"}),
