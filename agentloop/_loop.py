@@ -171,10 +171,11 @@ class _Run:
         self.pending: list[AgentMessage] = []
         self.overflow_signal = False
         self.turn = 0
-        # What the run spent: the answers not yet added up, then the sums (see ``usage``).
+        # What the run spent: the answers not yet added up, then the sums (see ``usage``),
+        # made when first added up or asked for.
         self._spent: list[AssistantMessage] = []
-        self._usage = Usage()
-        self._cost = Cost()
+        self._usage: Usage | None = None
+        self._cost: Cost | None = None
         self.stop_reason = StopReason.STOP
         self.error: str | None = None
         self.error_kind: ErrorKind | None = None
@@ -252,19 +253,26 @@ class _Run:
         """
         if self._spent:
             self._add_up()
-        return self._usage
+        usage = self._usage
+        if usage is None:
+            usage = self._usage = Usage()
+        return usage
 
     @property
     def cost(self) -> Cost:
         """What the run has spent so far, as ``usage``."""
         if self._spent:
             self._add_up()
-        return self._cost
+        cost = self._cost
+        if cost is None:
+            cost = self._cost = Cost()
+        return cost
 
     def _add_up(self) -> None:
-        self._usage = add_usage(self._usage, [m.usage for m in self._spent])
-        self._cost = add_cost(self._cost, [m.cost for m in self._spent])
-        self._spent.clear()
+        spent, usage, cost = self._spent, self._usage, self._cost
+        self._usage = add_usage(_NOTHING_USED if usage is None else usage, [m.usage for m in spent])
+        self._cost = add_cost(_NOTHING_SPENT if cost is None else cost, [m.cost for m in spent])
+        spent.clear()
 
     def account(self, usage: Usage, cost: Cost) -> None:
         """Count what a sub-agent spent as this run's (its result sums the whole tree)."""
@@ -754,6 +762,9 @@ class _Run:
 
 
 _ABORTED = "tool call aborted: the run was cancelled"
+# The start of a run's sums (``add_usage``/``add_cost`` make new ones: these stay empty).
+_NOTHING_USED = Usage()
+_NOTHING_SPENT = Cost()
 
 
 class _CallTasks:

@@ -490,3 +490,23 @@ async def test_usage_and_cost_are_summed_and_priced() -> None:
     assert result.cost.total == pytest.approx((3000 * 1.0 + 150 * 2.0) / 1_000_000)
     per_message: Any = [m.cost.total for m in result.messages if isinstance(m, al.AssistantMessage)]
     assert sum(per_message) == pytest.approx(result.cost.total)
+
+
+@pytest.mark.parametrize("answers", [0, 1], ids=["no answer", "one answer"])
+async def test_each_run_has_usage_and_cost_of_its_own(answers: int) -> None:
+    # A run's sums start from shared empty values: what one run's result holds must never be
+    # another's (their ``extra`` maps are mutable).
+    async def one() -> al.AgentResult[str]:
+        cfg = config([reply_text("hi", usage=al.Usage(input=1, extra={"a": 1}))], tools=[])
+        scope = anyio.CancelScope()
+        if not answers:
+            scope.cancel()  # aborted before the request: nothing spent
+        return await al.loop.run_loop(prompt(), al.loop.AgentContext(), cfg, cancel_scope=scope)
+
+    first = await one()
+    first.usage.extra["leak"] = 1
+    first.cost.extra["leak"] = 1.0
+    second = await one()
+    assert "leak" not in second.usage.extra and "leak" not in second.cost.extra
+    assert second.usage.input == answers
+    assert second.usage.extra == ({"a": 1} if answers else {})
