@@ -162,6 +162,7 @@ class Agent(
         "_subscriber_list",
         "_subscribers",
         "_token",
+        "_tool_index",
         "_tools",
         "approval",
         "async_transform_context",
@@ -277,6 +278,7 @@ class Agent(
         self.model: ModelSpec = model
         self.stream_fn = stream_fn
         self._tools: dict[str, AgentTool] = {t.name: t for t in tools}
+        self._tool_index = None
         self._messages: list[AgentMessage] = list(messages)
         self._history = None
         self._steering: list[AgentMessage] = []  # queues stay short: lists cost less than deques
@@ -339,13 +341,16 @@ class Agent(
 
     def set_tools(self, tools: Iterable[AgentTool]) -> None:
         self._tools = {t.name: t for t in tools}
+        self._tool_index = None
 
     def add_tool(self, tool: AgentTool) -> None:
         """Register ``tool``, replacing any tool of the same name."""
         self._tools[tool.name] = tool
+        self._tool_index = None
 
     def remove_tool(self, name: str) -> bool:
         """Unregister the tool called ``name``; returns whether there was one."""
+        self._tool_index = None
         return self._tools.pop(name, None) is not None
 
     def replace_messages(self, messages: Iterable[AgentMessage]) -> None:

@@ -26,7 +26,7 @@ from ._events import (
     SessionWriteFailed,
 )
 from ._history import History
-from ._loop import _Run
+from ._loop import ToolIndex, _Run
 from ._types import AgentContext, AgentMessage, AgentResult, AssistantMessage, OutputT
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ class AgentRunner:
     usage: Any
     cost: Any
     _tools: dict[str, AgentTool]
+    _tool_index: ToolIndex | None
     _messages: list[AgentMessage]
     _history: History | None
     _lock: threading.Lock
@@ -163,7 +164,7 @@ class AgentRunner:
     def _loop_input(
         self, output: OutputSpec[Any] | None, extras: Sequence[RunExtras] = ()
     ) -> tuple[AgentContext, AgentLoopConfig]:
-        tools = list(self._tools.values())
+        tools: Sequence[AgentTool] = self._tool_list()
         toolsets: tuple[Toolset, ...] = tuple(self.toolsets)
         system_prompt = self.system_prompt
         pre_turn: list[Any] = []
@@ -200,8 +201,17 @@ class AgentRunner:
         )
         static = system_prompt if isinstance(system_prompt, str) else ""
         # The run commits to the agent's own history (see ``_history_for``).
-        context = AgentContext(system_prompt=static, messages=self._messages, tools=tools)
+        listed = tools if isinstance(tools, list) else list(tools)  # (it is one: no copy)
+        context = AgentContext(system_prompt=static, messages=self._messages, tools=listed)
         return context, config
+
+    def _tool_list(self) -> Sequence[AgentTool]:
+        """The agent's tools, as its runs take them: one list (and one ``ToolIndex``) kept
+        until they change, so that a run makes neither."""
+        index = self._tool_index
+        if index is None or not index.describes(index.tools):
+            index = self._tool_index = ToolIndex(list(self._tools.values()))
+        return index.tools
 
     def _history_for(self, config: AgentLoopConfig) -> History:
         """The history the next run commits to: kept across runs, rebuilt only when the
@@ -288,6 +298,7 @@ class AgentRunner:
             self._on_event,
             cancel_scope=scope,
             history=self._history_for(config),
+            tools=self._tool_index,  # taken when the run's tools are the agent's, unchanged
             observed=False,
         )
         self._claim(scope, run)

@@ -60,11 +60,43 @@ if TYPE_CHECKING:
     from ._dispatch import Batch
     from ._events import AgentEvent
 
-__all__ = ["Emit", "_Run"]
+__all__ = ["Emit", "ToolIndex", "_Run"]
 
 log = logging.getLogger("agentloop.loop")
 
 Emit = Callable[["AgentEvent"], None]
+
+
+class ToolIndex:
+    """Tools as a run uses them: by name, and as the schemas its requests offer.
+
+    A run never changes its index, so one can serve many: an agent keeps the index of its
+    tools and hands it to each of its runs, which then make neither the map nor the schemas.
+    """
+
+    __slots__ = ("by_name", "schemas", "tools")
+
+    def __init__(self, tools: Sequence[AgentTool]) -> None:
+        self.tools = tools
+        by_name = self.by_name = {t.name: t for t in tools}
+        self.schemas = [
+            ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
+            for t in by_name.values()
+        ]
+
+    def describes(self, tools: Sequence[AgentTool]) -> bool:
+        """Whether this is the index of ``tools`` as they are now: the same sequence, and each
+        tool still named and described as its schema says (a tool may change between runs)."""
+        if tools is not self.tools:
+            return False
+        for schema, tool in zip(self.schemas, self.by_name.values(), strict=True):
+            if (
+                schema.parameters is not tool.parameters
+                or schema.description != tool.description
+                or schema.name != tool.name
+            ):
+                return False
+        return True
 
 
 class _Run:
@@ -126,6 +158,7 @@ class _Run:
         cancel_scope: anyio.CancelScope | None = None,
         channel: EventChannel | None = None,
         history: History | None = None,
+        tools: ToolIndex | None = None,
         observed: bool = True,
     ) -> None:
         self.config = config
@@ -151,9 +184,10 @@ class _Run:
         self.system_prompt = context.system_prompt
         self.static_tools: Sequence[AgentTool] = config.tools or context.tools
         self.toolset_tools: Sequence[AgentTool] = ()
-        self.tools: dict[str, AgentTool] = {}
-        self.tool_schemas: list[ToolSchema] = []
-        self._set_tools(self.static_tools)
+        if tools is None or not tools.describes(self.static_tools):
+            tools = ToolIndex(self.static_tools)
+        self.tools = tools.by_name
+        self.tool_schemas = tools.schemas
         # The validators of the tools with no ``validate_arguments``, made at their first call.
         self.validators: dict[str, Callable[[Any], Any]] | None = None
         # An agent's own steering queue says when it is empty: no check, no poll, then.
@@ -204,13 +238,6 @@ class _Run:
 
     # ---------------------------------------------------------------- tools
 
-    def _set_tools(self, tools: Sequence[AgentTool]) -> None:
-        self.tools = {t.name: t for t in tools}
-        self.tool_schemas = [
-            ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
-            for t in self.tools.values()
-        ]
-
     def refresh_tools(self) -> None:
         """Take the toolsets' current tools (called at the start of every turn).
 
@@ -233,7 +260,8 @@ class _Run:
         ):
             return
         self.toolset_tools = current
-        self._set_tools([*self.static_tools, *current])
+        index = ToolIndex([*self.static_tools, *current])
+        self.tools, self.tool_schemas = index.by_name, index.schemas
 
     # ---------------------------------------------------------------- committing
 

@@ -483,6 +483,54 @@ async def test_plan_mode_offers_only_read_only_tools_and_asks_for_a_plan() -> No
     assert normal.system_prompt == "You code."
 
 
+async def test_an_agents_runs_share_its_tool_schemas_until_its_tools_change() -> None:
+    # The schemas an agent offers are made once for its tools, not per run; a tool added,
+    # removed, replaced or described anew is offered as it is from the next run on.
+    offered: list[list[Any]] = []
+
+    def answer(context: LlmContext) -> Any:
+        offered.append(context.tools)
+        return reply_text("ok")
+
+    @tool
+    def search(query: str) -> str:
+        """Search."""
+        return query
+
+    read = GateTool("read", read_only=True)
+    agent = Agent(model=MODEL, stream_fn=FunctionStream(answer), tools=[read])
+
+    async def names() -> list[str]:
+        await agent.prompt("go")
+        return [t.name for t in offered[-1]]
+
+    assert await names() == ["read"]
+    assert await names() == ["read"]
+    assert offered[1] is offered[0]
+    agent.add_tool(search)
+    assert await names() == ["read", "search"]
+    assert await names() == ["read", "search"]
+    assert offered[3] is offered[2]
+    search.description = "Search the web."
+    assert await names() == ["read", "search"]
+    assert offered[4] is not offered[3]
+    assert offered[4][1].description == "Search the web."
+    read.parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+    assert await names() == ["read", "search"]
+    assert offered[5][0].parameters is read.parameters
+    agent.remove_tool("read")
+    assert await names() == ["search"]
+    agent.set_tools([read])
+    assert await names() == ["read"]
+    agent.set_plan_mode(True)
+    agent.add_tool(search)  # not read-only: hidden in plan mode
+    assert await names() == ["read"]
+    agent.set_plan_mode(False)
+    assert await names() == ["read", "search"]
+    agent.reset()
+    assert await names() == ["read"]
+
+
 async def test_plan_mode_refuses_a_call_to_a_hidden_tool() -> None:
     write = GateTool("write")
     write.gate.set()
