@@ -86,3 +86,16 @@ def test_the_run_setup_benchmark_runs_on_both_backends() -> None:
         figures = json.loads(stdout)
         assert figures["task_group_us"] > 0
         assert figures["tool_run_us"]["agent"] > 0
+
+
+def test_the_parked_runs_count_runs_on_both_backends() -> None:
+    for backend in BACKENDS:
+        stdout = run_benchmark("bench_parked_runs", "--smoke", "--types", "3", "--backend", backend)
+        impls = json.loads(stdout)["impls"]
+        assert set(impls) == {"floor", "run_loop", "agent"}
+        for figures in impls.values():
+            assert figures["kib_per_run"] > 0
+            assert figures["tracked_per_run"] > 0
+            assert len(figures["tracked_types_per_run"]) == 3
+        # Each layer holds what the one below holds, and more.
+        assert impls["floor"]["tracked_per_run"] < impls["agent"]["tracked_per_run"]
