@@ -7,7 +7,8 @@ of them up to date message by message, so neither a turn nor a prompt walks the 
 conversation: an ``Agent`` keeps one across its runs and hands it to each run. A transformer
 that keeps a prefix and a suffix of the history (``Window``, what ``SlidingWindow`` and
 ``SummarizingCompactor`` return) is served by slicing the converted history, not by converting
-the request afresh.
+the request afresh. ``request_messages`` builds a request's messages from them, and repairs them
+(``repair_tool_results``) only when a call waits for its result or a result answers no call.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ._types import (
     LlmMessage,
     MessageLog,
     StopReason,
+    Text,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
     from ._config import ConvertToLlm
 
-__all__ = ["History", "Window", "is_failed_answer"]
+__all__ = ["History", "Window", "error_result", "is_failed_answer", "repair_tool_results"]
 
 log = logging.getLogger("agentloop.loop")
 
@@ -126,6 +128,43 @@ class History:
                 inserted.append(converted)
         return llm[: before[window.head]] + inserted + llm[before[window.tail] :]
 
+    def request_messages(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:
+        """The LLM messages of a request for ``messages`` (``None``: the whole history),
+        repaired so that no tool call goes unanswered.
+
+        Failed answers (stop reason ``error``) are left out: a model never needs to see its own
+        failed attempt, and most providers reject an empty assistant turn.
+
+        Raises:
+            HookFailed: the converter raised (now, or when a message was committed).
+        """
+        if self.failure is not None:
+            raise self.failure
+        llm: list[LlmMessage] | None = None
+        repair = messages is not None
+        if messages is None or messages is self.messages:
+            llm, repair = self.llm_messages, False
+        elif type(messages) is Window:
+            try:
+                llm = self.slice_llm(messages)
+            except Exception as exc:
+                raise HookFailed.wrap("convert_to_llm", exc) from exc
+            # A window cuts at legal points: it separates no tool call from its results.
+            repair = llm is None
+        if llm is None:
+            convert = self.convert
+            try:
+                llm = [
+                    c
+                    for c in map(convert, messages or ())
+                    if c is not None and not is_failed_answer(c)
+                ]
+            except Exception as exc:
+                raise HookFailed.wrap("convert_to_llm", exc) from exc
+        if self.open_calls or self.orphan_results or repair:
+            llm = repair_tool_results(llm)
+        return llm
+
     def extend(self, messages: Iterable[AgentMessage]) -> None:
         """``append`` each message."""
         for message in messages:
@@ -178,3 +217,51 @@ class History:
             llm = None
         if llm is not None and not is_failed_answer(llm):
             self.llm_messages.append(llm)
+
+
+def error_result(call: ToolCall, text: str) -> ToolResultMessage:
+    """An error result for ``call`` saying ``text``."""
+    return ToolResultMessage(
+        tool_call_id=call.id, tool_name=call.name, content=[Text(text=text)], is_error=True
+    )
+
+
+def repair_tool_results(messages: list[LlmMessage]) -> list[LlmMessage]:
+    """Pair every tool call with a result and drop results that answer no call.
+
+    A synthetic error result is placed after the results that follow the call's message, where
+    every provider expects it. Returns ``messages`` itself when nothing needed repair.
+    """
+    answered = {m.tool_call_id for m in messages if type(m) is ToolResultMessage}
+    called: set[str] = set()
+    out: list[LlmMessage] = []
+    missing: list[ToolCall] = []
+    changed = False
+
+    def flush() -> None:
+        nonlocal changed
+        for call in missing:
+            out.append(error_result(call, "tool call has no result (repaired history)"))
+            changed = True
+        missing.clear()
+
+    for message in messages:
+        cls = type(message)
+        if cls is ToolResultMessage:
+            assert isinstance(message, ToolResultMessage)
+            if message.tool_call_id not in called:
+                changed = True
+                continue
+            out.append(message)
+            continue
+        flush()
+        out.append(message)
+        if cls is AssistantMessage:
+            assert isinstance(message, AssistantMessage)
+            for block in message.content:
+                if type(block) is ToolCall:
+                    called.add(block.id)
+                    if block.id not in answered:
+                        missing.append(block)
+    flush()
+    return out if changed else messages

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,9 +26,10 @@ from ._events import (
     TurnEndReason,
     TurnStart,
 )
-from ._history import History, Window, is_failed_answer as is_failed
+from ._history import History, error_result
 from ._instrumentation import Observer, RunInfo, enter, inherited
-from ._policy import CONTINUE, Inject, MessagesView, PolicyContext, Stop
+from ._policy import MessagesView
+from ._run_policies import RunPolicies
 from ._stream import Accumulator
 from ._tools import RunLink
 from ._turn import resume_turn, run_turn
@@ -39,10 +40,7 @@ from ._types import (
     AssistantMessage,
     Cost,
     ErrorKind,
-    LlmMessage,
     StopReason,
-    Text,
-    ToolCall,
     ToolResultMessage,
     ToolSchema,
     Usage,
@@ -99,7 +97,7 @@ class ToolIndex:
         return True
 
 
-class _Run:
+class _Run(RunPolicies):
     """The state of one loop invocation. Not reusable."""
 
     __slots__ = (
@@ -320,93 +318,6 @@ class _Run:
         self._append(message)
         self.emit(MessageEnd(message=message))
 
-    # ---------------------------------------------------------------- policies
-
-    @staticmethod
-    def policy_name(policy: object) -> str:
-        name = getattr(policy, "name", None)
-        return name if isinstance(name, str) and name else type(policy).__name__
-
-    def evaluate(self, policy: Any, ctx: Any, default: Any, slot: str) -> Any:
-        """Run one turn-level policy.
-
-        A policy that raises fails closed: the run ends with a ``HookFailed`` naming it. One
-        whose ``fail_open`` attribute is true is logged and counts as ``default`` instead.
-
-        Raises:
-            HookFailed: the policy raised and does not fail open.
-        """
-        try:
-            return policy.evaluate(ctx)
-        except Exception as exc:
-            return self._policy_failed(policy, exc, default, slot)
-
-    async def settle(self, verdict: Awaitable[Any], policy: Any, default: Any, slot: str) -> Any:
-        """Await the verdict of a policy that answered with an awaitable (heavy work, done in a
-        worker thread); it fails as ``evaluate`` says."""
-        try:
-            return await verdict
-        except Exception as exc:
-            return self._policy_failed(policy, exc, default, slot)
-
-    def _policy_failed(self, policy: Any, exc: Exception, default: Any, slot: str) -> Any:
-        name = self.policy_name(policy)
-        if getattr(policy, "fail_open", False):
-            log.exception("%s policy %r raised; it fails open", slot, name)
-            return default
-        raise HookFailed.wrap(f"{slot} policy {name!r}", exc) from exc
-
-    def policy_context(
-        self,
-        message: AssistantMessage | None = None,
-        tool_results: list[ToolResultMessage] | None = None,
-    ) -> PolicyContext:
-        return PolicyContext(
-            turn=self.turn,
-            messages=self.view,
-            new_messages=len(self.new_messages),
-            usage=self.usage,
-            cost=self.cost,
-            model=self.config.model,
-            message=message,
-            tool_results=tool_results,
-        )
-
-    def run_turn_policies(
-        self, policies: Sequence[Any], ctx: PolicyContext, slot: str
-    ) -> tuple[str | None, list[AgentMessage]]:
-        """Evaluate turn-level policies: returns (stop reason, messages to inject).
-
-        Raises:
-            HookFailed: a policy raised and does not fail open.
-        """
-        injected: list[AgentMessage] = []
-        for policy in policies:
-            verdict = self.evaluate(policy, ctx, CONTINUE, slot)
-            kind = type(verdict)
-            if kind is Stop:
-                self.note_verdict(slot, policy, "stop", verdict.reason)
-                return f"{self.policy_name(policy)}: {verdict.reason}", injected
-            if kind is Inject:
-                self.note_verdict(slot, policy, "inject")
-                injected.extend(verdict.messages)
-        return None, injected
-
-    def note_verdict(
-        self, slot: str, policy: object, verdict: str, reason: str = "", call_id: str | None = None
-    ) -> None:
-        """Tell the instrumentation (if any) of a verdict; ``slot`` as in a ``HookFailed``."""
-        if self.observer is not None:
-            source = policy if isinstance(policy, str) else self.policy_name(policy)
-            self.observer.note(
-                "verdict",
-                slot=slot.replace("-", "_"),
-                source=source,
-                verdict=verdict,
-                reason=reason,
-                call_id=call_id,
-            )
-
     # ---------------------------------------------------------------- context for a request
 
     def transform_context(self, overflow: bool, system_prompt: str) -> TransformContext:
@@ -417,41 +328,6 @@ class _Run:
             emit=self.emit,
             system_prompt=system_prompt,
         )
-
-    def llm_view(self, messages: list[AgentMessage] | None) -> list[LlmMessage]:
-        """The LLM messages of a request, repaired so no tool call goes unanswered.
-
-        Failed answers (stop reason ``error``) are left out: a model never needs to see its own
-        failed attempt, and most providers reject an empty assistant turn.
-
-        Raises:
-            HookFailed: ``convert_to_llm`` raised.
-        """
-        history = self.history
-        if history.failure is not None:
-            raise history.failure
-        llm: list[LlmMessage] | None = None
-        repair = messages is not None
-        if messages is None or messages is history.messages:
-            llm, repair = history.llm_messages, False
-        elif type(messages) is Window:
-            try:
-                llm = history.slice_llm(messages)
-            except Exception as exc:
-                raise HookFailed.wrap("convert_to_llm", exc) from exc
-            # A window cuts at legal points: it separates no tool call from its results.
-            repair = llm is None
-        if llm is None:
-            convert = self.config.convert_to_llm
-            try:
-                llm = [
-                    c for c in map(convert, messages or ()) if c is not None and not is_failed(c)
-                ]
-            except Exception as exc:
-                raise HookFailed.wrap("convert_to_llm", exc) from exc
-        if history.open_calls or history.orphan_results or repair:
-            llm = _repair(llm)
-        return llm
 
     # ---------------------------------------------------------------- threads and interrupts
 
@@ -580,7 +456,7 @@ class _Run:
             # The answer was committed but its calls never reached dispatch.
             for call in message.tool_calls:
                 if call.id in self.history.open_calls:
-                    result = _error_result(call, note)
+                    result = error_result(call, note)
                     results.append(result)
                     self.commit(result)
         if self.observed:
@@ -833,50 +709,3 @@ class _CallTasks:
             raise single_exception(failures) from None
         finally:
             self.run.tasks = None
-
-
-def _error_result(call: ToolCall, text: str) -> ToolResultMessage:
-    return ToolResultMessage(
-        tool_call_id=call.id, tool_name=call.name, content=[Text(text=text)], is_error=True
-    )
-
-
-def _repair(messages: list[LlmMessage]) -> list[LlmMessage]:
-    """Pair every tool call with a result and drop results that answer no call.
-
-    A synthetic error result is placed after the results that follow the call's message, where
-    every provider expects it. Returns ``messages`` itself when nothing needed repair.
-    """
-    answered = {m.tool_call_id for m in messages if type(m) is ToolResultMessage}
-    called: set[str] = set()
-    out: list[LlmMessage] = []
-    missing: list[ToolCall] = []
-    changed = False
-
-    def flush() -> None:
-        nonlocal changed
-        for call in missing:
-            out.append(_error_result(call, "tool call has no result (repaired history)"))
-            changed = True
-        missing.clear()
-
-    for message in messages:
-        cls = type(message)
-        if cls is ToolResultMessage:
-            assert isinstance(message, ToolResultMessage)
-            if message.tool_call_id not in called:
-                changed = True
-                continue
-            out.append(message)
-            continue
-        flush()
-        out.append(message)
-        if cls is AssistantMessage:
-            assert isinstance(message, AssistantMessage)
-            for block in message.content:
-                if type(block) is ToolCall:
-                    called.add(block.id)
-                    if block.id not in answered:
-                        missing.append(block)
-    flush()
-    return out if changed else messages

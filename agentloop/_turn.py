@@ -90,7 +90,9 @@ async def _request(run: _Run, system_prompt: str) -> LlmContext:
         messages = _overflow_window(run, system_prompt)
     run.signal_overflow(False)
     return LlmContext(
-        system_prompt=system_prompt, messages=run.llm_view(messages), tools=run.tool_schemas
+        system_prompt=system_prompt,
+        messages=run.history.request_messages(messages),
+        tools=run.tool_schemas,
     )
 
 
@@ -385,7 +387,9 @@ async def run_turn(run: _Run) -> bool | None:
     if run.incremental and not run.overflow_signal:
         # No transformer and nothing to prune: the request is the history as converted.
         request = LlmContext(
-            system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
+            system_prompt=system_prompt,
+            messages=run.history.request_messages(None),
+            tools=run.tool_schemas,
         )
     else:
         request = await _request(run, system_prompt)
@@ -401,7 +405,9 @@ async def run_turn(run: _Run) -> bool | None:
             for message in injected:
                 run.commit(message)
             request = LlmContext(
-                system_prompt=system_prompt, messages=run.llm_view(None), tools=run.tool_schemas
+                system_prompt=system_prompt,
+                messages=run.history.request_messages(None),
+                tools=run.tool_schemas,
             )
     model = config.model
     # The last point before a request leaves: an abort that came in meanwhile (by a callback,
