@@ -200,9 +200,9 @@ class AgentRunner:
             approval=approval,
         )
         static = system_prompt if isinstance(system_prompt, str) else ""
-        # The run commits to the agent's own history (see ``_history_for``).
-        listed = tools if isinstance(tools, list) else list(tools)  # (it is one: no copy)
-        context = AgentContext(system_prompt=static, messages=self._messages, tools=listed)
+        # The run commits to the agent's own history (see ``_history_for``) and takes its tools
+        # from the config.
+        context = AgentContext(system_prompt=static, messages=self._messages)
         return context, config
 
     def _tool_list(self) -> Sequence[AgentTool]:
