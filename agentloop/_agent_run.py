@@ -209,7 +209,7 @@ class AgentRunner:
         """The agent's tools, as its runs take them: one list (and one ``ToolIndex``) kept
         until they change, so that a run makes neither."""
         index = self._tool_index
-        if index is None or not index.describes(index.tools):
+        if index is None or not index.current():
             index = self._tool_index = ToolIndex(list(self._tools.values()))
         return index.tools
 

@@ -69,7 +69,8 @@ class ToolIndex:
     """Tools as a run uses them: by name, and as the schemas its requests offer.
 
     A run never changes its index, so one can serve many: an agent keeps the index of its
-    tools and hands it to each of its runs, which then make neither the map nor the schemas.
+    tools, current (see ``current``), and hands it to each of its runs, which take it when their
+    tools are its ``tools`` and then make neither the map nor the schemas.
     """
 
     __slots__ = ("by_name", "schemas", "tools")
@@ -82,11 +83,9 @@ class ToolIndex:
             for t in by_name.values()
         ]
 
-    def describes(self, tools: Sequence[AgentTool]) -> bool:
-        """Whether this is the index of ``tools`` as they are now: the same sequence, and each
-        tool still named and described as its schema says (a tool may change between runs)."""
-        if tools is not self.tools:
-            return False
+    def current(self) -> bool:
+        """Whether each tool is still named and described as its schema says (a tool may
+        change between runs); whoever hands the index to runs checks this first."""
         for schema, tool in zip(self.schemas, self.by_name.values(), strict=True):
             if (
                 schema.parameters is not tool.parameters
@@ -182,7 +181,7 @@ class _Run(RunPolicies):
         self.system_prompt = context.system_prompt
         self.static_tools: Sequence[AgentTool] = config.tools or context.tools
         self.toolset_tools: Sequence[AgentTool] = ()
-        if tools is None or not tools.describes(self.static_tools):
+        if tools is None or tools.tools is not self.static_tools:
             tools = ToolIndex(self.static_tools)
         self.tools = tools.by_name
         self.tool_schemas = tools.schemas
