@@ -1,8 +1,9 @@
 """B4 many agents: N runs at once on one event loop, 3 tool turns each, tools sleep 10 ms.
 
 Each run answers three times with one call to a tool that sleeps 10 ms, then with text. One
-process measures one implementation (``--impl floor`` or ``agentloop``) at one N, so that its
-peak RSS is its own: ``run_all.py`` interleaves the processes. After a small warm-up, the
+process measures one implementation (``--impl floor``, ``asyncio_floor``, ``run_loop`` or
+``agent``) at one N, so that its peak RSS is its own. ``asyncio_floor`` is the floor on asyncio
+alone, its runs and calls started by ``asyncio.gather`` (asyncio backend only): ``run_all.py`` interleaves the processes. After a small warm-up, the
 figures are the wall time of all N runs, the peak RSS (Linux ``VmHWM``, reset after the warm-up
 through ``/proc/self/clear_refs``; ``getrusage`` elsewhere), and the memory per run: (peak RSS -
 RSS before the runs) / N. With ``--tracemalloc`` the memory per run is instead
@@ -11,6 +12,7 @@ the traced peak of Python allocations / N (slower; the wall time is then not mea
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 import tracemalloc
@@ -31,7 +33,7 @@ from ._common import (
     rss_kib,
     tool_replies,
 )
-from .floor import floor_run, sleeper
+from .floor import asyncio_sleeper, floor_run, floor_run_asyncio, sleeper
 
 __all__ = ["main"]
 
@@ -50,6 +52,21 @@ async def many(impl: str, runs: int, seconds: float) -> float:
             history = await floor_run(Replay(replies), tools)
             assert len(history) == 2 * TURNS + 2
             done += 1
+
+    elif impl == "asyncio_floor":
+        tools = {"sleep": asyncio_sleeper(seconds)}
+
+        async def one() -> None:
+            nonlocal done
+            history = await floor_run_asyncio(Replay(replies), tools)
+            assert len(history) == 2 * TURNS + 2
+            done += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*[one() for _ in range(runs)])
+        elapsed = time.perf_counter() - start
+        assert done == runs
+        return elapsed
 
     elif impl == "run_loop":
         tool = SleepTool(seconds)
@@ -88,7 +105,9 @@ async def many(impl: str, runs: int, seconds: float) -> float:
 
 def main() -> None:
     parser = base_parser(__doc__ or "")
-    parser.add_argument("--impl", choices=("floor", "run_loop", "agent"), default="agent")
+    parser.add_argument(
+        "--impl", choices=("floor", "asyncio_floor", "run_loop", "agent"), default="agent"
+    )
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=0.01)
     parser.add_argument("--tracemalloc", action="store_true")
@@ -106,6 +125,8 @@ def main() -> None:
         help="the collector's three thresholds under --gc tuned (default: 100000,50,100)",
     )
     args = parser.parse_args()
+    if args.impl == "asyncio_floor" and args.backend != "asyncio":
+        parser.error("--impl asyncio_floor runs on the asyncio backend only")
     if args.smoke:
         args.runs, args.warmup = min(args.runs, 20), 0
     for _ in range(args.warmup):

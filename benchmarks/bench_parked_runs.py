@@ -3,7 +3,8 @@
 When the N-th run's tool is entered, every run is parked in a tool call: the script then counts,
 per run, the Python memory allocated since the runs started (``tracemalloc``), and the objects
 the cyclic GC tracks (``gc.get_objects()``, after a collection), by type with ``--types``. The
-same for the floor, ``run_loop`` and an ``Agent`` per run, so that what each layer adds shows:
+same for the floor, ``run_loop`` and an ``Agent`` per run, so that what each layer adds shows
+(on asyncio, also for ``asyncio_floor``: the floor on asyncio alone, with ``asyncio.gather``):
 
     python -m benchmarks.bench_parked_runs --backend trio --types 12
 
@@ -14,6 +15,7 @@ allocator's slack).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import gc
 import tracemalloc
@@ -24,12 +26,12 @@ import anyio
 import agentloop as al
 
 from ._common import MODEL, Replay, base_parser, emit_json, tool_replies
-from .floor import floor_run
+from .floor import floor_run, floor_run_asyncio
 
 __all__ = ["main"]
 
 TURNS = 3
-IMPLS = ("floor", "run_loop", "agent")
+IMPLS = ("floor", "asyncio_floor", "run_loop", "agent")
 
 
 def _tracked() -> collections.Counter[str]:
@@ -79,6 +81,8 @@ async def _park(impl: str, runs: int, found: dict[str, Any]) -> None:
     async def one() -> None:
         if impl == "floor":
             await floor_run(Replay(replies), {"sleep": floor_tool})
+        elif impl == "asyncio_floor":
+            await floor_run_asyncio(Replay(replies), {"sleep": floor_tool})
         elif impl == "run_loop":
             config = al.loop.AgentLoopConfig(model=MODEL, stream_fn=Replay(replies), tools=[tool])
             await al.loop.run_loop(prompt, al.loop.AgentContext(), config)
@@ -86,6 +90,9 @@ async def _park(impl: str, runs: int, found: dict[str, Any]) -> None:
             agent = al.Agent(model=MODEL, stream_fn=Replay(replies), tools=[sleep])
             await agent.prompt("go")
 
+    if impl == "asyncio_floor":
+        await asyncio.gather(*[one() for _ in range(runs)])
+        return
     async with anyio.create_task_group() as tg:
         for _ in range(runs):
             tg.start_soon(one)
@@ -124,7 +131,11 @@ def main() -> None:
             "backend": args.backend,
             "runs": runs,
             "turns": TURNS,
-            "impls": {impl: measure(impl, runs, args.backend, args.types) for impl in IMPLS},
+            "impls": {
+                impl: measure(impl, runs, args.backend, args.types)
+                for impl in IMPLS
+                if impl != "asyncio_floor" or args.backend == "asyncio"
+            },
         }
     )
 

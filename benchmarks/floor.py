@@ -6,11 +6,16 @@ runs each batch of tool calls as child tasks of a task group. It does nothing el
 for observers, no policies, no validation, no cancellation bookkeeping. Every figure of
 agentloop is reported as a ratio to this.
 
+``floor_run_asyncio`` is the same loop on asyncio alone, its calls run by ``asyncio.gather``: the
+floor the performance issue measured its targets against. It runs on the asyncio backend only,
+and shows what anyio's tasks cost on their own (B4's memory per run).
+
 ``python -m benchmarks.floor`` prints the floor's own figures for one backend.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,7 +27,15 @@ import agentloop as al
 
 from ._common import Replay, base_parser, emit_json, interleave, median, tool_replies
 
-__all__ = ["floor_run", "floor_stream", "floor_stream_channel", "noop", "sleeper"]
+__all__ = [
+    "asyncio_sleeper",
+    "floor_run",
+    "floor_run_asyncio",
+    "floor_stream",
+    "floor_stream_channel",
+    "noop",
+    "sleeper",
+]
 
 FloorTool = Callable[[Any], Awaitable[str]]
 _decode = msgspec.json.decode
@@ -35,6 +48,14 @@ async def noop(arguments: Any) -> str:
 def sleeper(seconds: float) -> FloorTool:
     async def sleep(arguments: Any) -> str:
         await anyio.sleep(seconds)
+        return "ok"
+
+    return sleep
+
+
+def asyncio_sleeper(seconds: float) -> FloorTool:
+    async def sleep(arguments: Any) -> str:
+        await asyncio.sleep(seconds)
         return "ok"
 
     return sleep
@@ -81,6 +102,21 @@ async def floor_run(replay: Replay, tools: dict[str, FloorTool]) -> list[Any]:
             for i, call in enumerate(calls):
                 tg.start_soon(_call, tools[call[1]], call, results, i)
         history.extend(results)
+
+
+async def _result(tool: FloorTool, call: tuple[str, str, Any]) -> Any:
+    return ("tool_result", call[0], await tool(call[2]))
+
+
+async def floor_run_asyncio(replay: Replay, tools: dict[str, FloorTool]) -> list[Any]:
+    """The same run on asyncio alone: each batch of calls through ``asyncio.gather``."""
+    history: list[Any] = [("user", "go")]
+    while True:
+        texts, calls = await _fold(replay.next_stream())
+        history.append(("assistant", texts, calls))
+        if not calls:
+            return history
+        history.extend(await asyncio.gather(*[_result(tools[c[1]], c) for c in calls]))
 
 
 async def floor_stream(replay: Replay, on_event: Callable[[Any], object]) -> str:

@@ -45,9 +45,15 @@ def test_run_all_smoke(tmp_path: Path) -> None:
         ][backend].keys()
         assert {"floor", "run_loop", "ratio"} <= results["b3_parallel_tools"][backend].keys()
         for row in results["b4_many_agents"][backend].values():
-            for impl in ("floor", "run_loop", "agent"):
+            impls = ("floor", "run_loop", "agent")
+            if backend == "asyncio":
+                impls += ("asyncio_floor",)
+            else:
+                assert "asyncio_floor" not in row
+            for impl in impls:
                 assert {"wall", "wall_gc_off", "gc_share", "per_run"} <= row[impl].keys()
-            assert "wall_gc_tuned" in row["agent"]
+                # The GC set for a server: each but run_loop.
+                assert ("wall_gc_tuned" in row[impl]) is (impl != "run_loop")
         curves = results["b7_history"][backend]["transformers"]
         assert set(curves) == {"none", "window_200k", "window_unlimited", "compactor"}
     assert "agentloop" in results["b5_import_time"]["modules"]
@@ -92,10 +98,14 @@ def test_the_parked_runs_count_runs_on_both_backends() -> None:
     for backend in BACKENDS:
         stdout = run_benchmark("bench_parked_runs", "--smoke", "--types", "3", "--backend", backend)
         impls = json.loads(stdout)["impls"]
-        assert set(impls) == {"floor", "run_loop", "agent"}
+        # The floor on asyncio alone runs on asyncio only.
+        plain = {"asyncio_floor"} if backend == "asyncio" else set()
+        assert set(impls) == {"floor", "run_loop", "agent"} | plain
         for figures in impls.values():
             assert figures["kib_per_run"] > 0
             assert figures["tracked_per_run"] > 0
             assert len(figures["tracked_types_per_run"]) == 3
         # Each layer holds what the one below holds, and more.
         assert impls["floor"]["tracked_per_run"] < impls["agent"]["tracked_per_run"]
+        if plain:
+            assert impls["asyncio_floor"]["tracked_per_run"] < impls["floor"]["tracked_per_run"]
