@@ -5,10 +5,13 @@ Nothing here looks at the figures: speed is never asserted in tests.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+import shlex
 from typing import TYPE_CHECKING
 
-from tests._benchmarks import run_benchmark
+from tests._benchmarks import REPO, run_benchmark
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -109,3 +112,35 @@ def test_the_parked_runs_count_runs_on_both_backends() -> None:
         assert impls["floor"]["tracked_per_run"] < impls["agent"]["tracked_per_run"]
         if plain:
             assert impls["asyncio_floor"]["tracked_per_run"] < impls["floor"]["tracked_per_run"]
+
+
+def test_the_readme_commands_name_options_their_scripts_take() -> None:
+    # Each command of benchmarks/README.md's "Reproducing" table (and the options its row adds
+    # in parentheses) against the script's own ``--help``: an option it does not have, or a
+    # value outside an option's choices, fails here instead of in a reader's shell.
+    readme = (REPO / "benchmarks" / "README.md").read_text()
+    table = readme.split("## Reproducing", 1)[1].split("\n\n")[2]
+    checked = 0
+    for row in table.splitlines():
+        snippets = re.findall(r"`([^`]+)`", row)
+        commands = [s for s in snippets if s.startswith("python -m benchmarks.")]
+        if not commands:
+            continue
+        module = commands[0].split()[2].removeprefix("benchmarks.")
+        help_text = run_benchmark(module, "--help")
+        for snippet in snippets:
+            if snippet.startswith("python -m benchmarks."):
+                words = shlex.split(snippet)[3:]
+            elif snippet.startswith("--"):
+                words = shlex.split(snippet)
+            else:
+                continue
+            for option, value in itertools.zip_longest(words, words[1:]):
+                if not option.startswith("--"):
+                    continue
+                assert re.search(rf"{re.escape(option)}\b", help_text), (module, option)
+                choices = re.search(rf"{re.escape(option)} \{{([^}}]*)\}}", help_text)
+                if choices and value is not None and not value.startswith("--"):
+                    assert value in choices.group(1).split(","), (module, option, value)
+                checked += 1
+    assert checked > 20
