@@ -48,7 +48,7 @@ def test_run_all_smoke(tmp_path: Path) -> None:
         ][backend].keys()
         assert {"floor", "run_loop", "ratio"} <= results["b3_parallel_tools"][backend].keys()
         for row in results["b4_many_agents"][backend].values():
-            impls = ("floor", "run_loop", "agent")
+            impls: tuple[str, ...] = ("floor", "run_loop", "agent")
             if backend == "asyncio":
                 impls += ("asyncio_floor",)
             else:
