@@ -2,12 +2,13 @@
 
 Each run answers three times with one call to a tool that sleeps 10 ms, then with text. One
 process measures one implementation (``--impl floor``, ``asyncio_floor``, ``run_loop`` or
-``agent``) at one N, so that its peak RSS is its own. ``asyncio_floor`` is the floor on asyncio
-alone, its runs and calls started by ``asyncio.gather`` (asyncio backend only): ``run_all.py`` interleaves the processes. After a small warm-up, the
-figures are the wall time of all N runs, the peak RSS (Linux ``VmHWM``, reset after the warm-up
-through ``/proc/self/clear_refs``; ``getrusage`` elsewhere), and the memory per run: (peak RSS -
-RSS before the runs) / N. With ``--tracemalloc`` the memory per run is instead
-the traced peak of Python allocations / N (slower; the wall time is then not meaningful).
+``agent``) at one N, so that its peak RSS is its own: ``run_all.py`` interleaves the processes.
+``asyncio_floor`` is the floor on asyncio alone, its runs and calls started by
+``asyncio.gather`` (asyncio backend only). After a small warm-up, the figures are the wall
+time of all N runs, the peak RSS (Linux ``VmHWM``, reset after the warm-up through
+``/proc/self/clear_refs``; ``getrusage`` elsewhere), and the memory per run: (peak RSS - RSS
+before the runs) / N. With ``--tracemalloc`` the memory per run is instead the traced peak of
+Python allocations / N (slower; the wall time is then not meaningful).
 """
 
 from __future__ import annotations
@@ -62,12 +63,6 @@ async def many(impl: str, runs: int, seconds: float) -> float:
             assert len(history) == 2 * TURNS + 2
             done += 1
 
-        start = time.perf_counter()
-        await asyncio.gather(*[one() for _ in range(runs)])
-        elapsed = time.perf_counter() - start
-        assert done == runs
-        return elapsed
-
     elif impl == "run_loop":
         tool = SleepTool(seconds)
         prompt = [al.UserMessage.from_text("go")]
@@ -95,9 +90,12 @@ async def many(impl: str, runs: int, seconds: float) -> float:
             done += 1
 
     start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(runs):
-            tg.start_soon(one)
+    if impl == "asyncio_floor":
+        await asyncio.gather(*[one() for _ in range(runs)])
+    else:
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(one)
     elapsed = time.perf_counter() - start
     assert done == runs
     return elapsed
