@@ -19,6 +19,7 @@ The model id is what the server calls its model (llama.cpp serves one model what
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,10 @@ from ._presets import create_provider, model_spec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from agentloop import ModelSpec
+
+logger = logging.getLogger("agentloop.models")
 
 __all__ = [
     "anthropic",
@@ -62,13 +67,36 @@ def _base_url(preset: str) -> str | None:
     return url or None
 
 
+_LOCAL = frozenset({"llamacpp", "llamacpp_python", "vllm", "lmstudio", "ollama", "ollama_openai"})
+_told: set[tuple[str, str]] = set()
+
+
+def _tell_unknown(preset: str, spec: ModelSpec) -> None:
+    """Say once per model that the catalog does not know it (no window, no prices)."""
+    if spec.context_window is not None or (preset, spec.model_id) in _told:
+        return
+    _told.add((preset, spec.model_id))
+    # A local server's model is the user's own: no catalog can know it, so only INFO.
+    level = logging.INFO if preset in _LOCAL else logging.WARNING
+    logger.log(
+        level,
+        "model %r is not in the %s catalog: its context window and prices are unknown, so "
+        "context management cannot trim to fit and costs count as 0; pass "
+        "ModelSpec(context_window=..., pricing=...) (with stream_fn) to set them",
+        spec.model_id,
+        preset,
+    )
+
+
 def factory(preset: str) -> Callable[[str], ResolvedModel]:
     """The model-string factory of the preset named ``preset``."""
 
     def resolve(model_id: str) -> ResolvedModel:
         base_url = _base_url(preset)
         provider = create_provider(preset, **({"base_url": base_url} if base_url else {}))
-        return ResolvedModel(spec=model_spec(preset, model_id), stream_fn=provider)
+        spec = model_spec(preset, model_id)
+        _tell_unknown(preset, spec)
+        return ResolvedModel(spec=spec, stream_fn=provider)
 
     resolve.__name__ = resolve.__qualname__ = preset
     return resolve
