@@ -59,7 +59,13 @@ if TYPE_CHECKING:
         StreamFn,
         Toolset,
     )
-    from ._config import AsyncTransform, ConvertToLlm, ToolExecution, Transform
+    from ._config import (
+        AsyncTransform,
+        ConvertToLlm,
+        SteeringInterrupt,
+        ToolExecution,
+        Transform,
+    )
     from ._context import Compaction
     from ._session_recorder import SessionRecorder
     from ._subagent import SubAgentTool
@@ -121,6 +127,8 @@ class Agent(
         transform_context: shapes each request's messages (a ``SlidingWindow``, say).
         async_transform_context: the same, asynchronous; runs first.
         steering_mode: deliver queued steering ``"one_at_a_time"`` (default) or ``"all"``.
+        steering_interrupt: when ``steer`` cuts into running tool calls: ``"now"`` (default,
+            they are cancelled at once) or ``"after_call"`` (when one of them ends).
         follow_up_mode: the same for follow-ups.
         get_api_key: resolves the API key before every model call.
         retry_strategy: retries of failed model calls (default: ``ExponentialBackoff()``).
@@ -195,6 +203,7 @@ class Agent(
         "pre_turn_policies",
         "retry_strategy",
         "session",
+        "steering_interrupt",
         "steering_mode",
         "stream_fn",
         "stream_options",
@@ -225,6 +234,7 @@ class Agent(
         transform_context: Transform | None = None,
         async_transform_context: AsyncTransform | None = None,
         steering_mode: QueueMode = "one_at_a_time",
+        steering_interrupt: SteeringInterrupt = "now",
         follow_up_mode: QueueMode = "one_at_a_time",
         get_api_key: Callable[[str], Awaitable[str | None]] | None = None,
         retry_strategy: RetryStrategy | None = None,
@@ -253,6 +263,7 @@ class Agent(
         self.transform_context = transform_context
         self.async_transform_context = async_transform_context
         self.steering_mode: QueueMode = steering_mode
+        self.steering_interrupt: SteeringInterrupt = steering_interrupt
         self.follow_up_mode: QueueMode = follow_up_mode
         self.get_api_key = get_api_key
         self.retry_strategy: RetryStrategy = retry_strategy or ExponentialBackoff()
@@ -408,6 +419,7 @@ class Agent(
             async_transform_context=self.async_transform_context,
             get_api_key=self.get_api_key,
             get_steering_messages=QueuePoll(self, steering=True),
+            steering_interrupt=self.steering_interrupt,
             get_follow_up_messages=QueuePoll(self, steering=False),
             # Tuples: with no policies, the one empty tuple (a run allocates nothing for them).
             pre_turn_policies=(*self.pre_turn_policies, *extra_pre_turn),

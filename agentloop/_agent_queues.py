@@ -1,7 +1,8 @@
 """An agent's steering and follow-up queues.
 
-Steering messages interrupt the running tool batch (polled after each tool completes and after
-each turn); follow-ups continue a run that would otherwise end. Both are safe to fill from any
+Steering messages interrupt the running tool batch (at once by default: ``steer`` tells the
+running batch, which cancels its calls; or, with ``steering_interrupt="after_call"``, when a
+running call ends); follow-ups continue a run that would otherwise end. Both are safe to fill from any
 task and any thread; the run takes them one at a time or all at once (``QueueMode``).
 """
 
@@ -31,17 +32,26 @@ class AgentQueues:
     steering_mode: QueueMode
     follow_up_mode: QueueMode
 
+    if TYPE_CHECKING:
+
+        def _steering_arrived(self) -> None:
+            """Tell the running batch, if any (``AgentRunner`` implements it)."""
+
     @staticmethod
     def _as_message(message: str | AgentMessage) -> AgentMessage:
         return UserMessage.from_text(message) if isinstance(message, str) else message
 
     def steer(self, message: str | AgentMessage) -> None:
-        """Queue a steering message: it interrupts the running tool batch.
+        """Queue a steering message: it interrupts the running tool batch and starts the next
+        turn.
 
-        Safe from any task, and from any thread.
+        With ``steering_interrupt="now"`` (the default) the calls still running are cancelled
+        at once (their results say steering interrupted them, and with what); with
+        ``"after_call"``, when one of them ends. Safe from any task, and from any thread.
         """
         with self._lock:
             self._steering.append(self._as_message(message))
+        self._steering_arrived()
 
     def follow_up(self, message: str | AgentMessage) -> None:
         """Queue a message for when the agent would otherwise stop. Safe from any thread."""
@@ -109,6 +119,10 @@ class QueuePoll:
         return bool(agent._steering if self._steering else agent._follow_up)
 
     async def __call__(self) -> list[AgentMessage]:
+        return self.take_nowait()
+
+    def take_nowait(self) -> list[AgentMessage]:
+        """What a poll takes, without waiting (the queue's mode says how many)."""
         agent = self._agent
         if self._steering:
             return agent._take(agent._steering, agent.steering_mode)

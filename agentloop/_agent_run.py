@@ -268,6 +268,12 @@ class AgentRunner:
         if idle is not None:
             idle.set()
 
+    def _steering_arrived(self) -> None:
+        """``steer`` queued a message: tell the running batch, from whatever thread."""
+        run = self._run
+        if run is not None:
+            run.steering_arrived_threadsafe()
+
     def _inside_own_run(self) -> bool:
         return self in _inside_runs.get()
 

@@ -38,6 +38,7 @@ __all__ = [
     "AgentLoopConfig",
     "ConvertToLlm",
     "MessageSource",
+    "SteeringInterrupt",
     "ToolExecution",
     "TransformContext",
     "default_convert_to_llm",
@@ -84,6 +85,8 @@ AsyncTransform: TypeAlias = Callable[
     [list[AgentMessage], TransformContext], Awaitable[list[AgentMessage]]
 ]
 MessageSource: TypeAlias = Callable[[], Awaitable[Sequence[AgentMessage]]]
+SteeringInterrupt: TypeAlias = Literal["now", "after_call"]
+"""When steering cuts into a running batch: ``"now"`` or ``"after_call"`` (a call ends)."""
 ToolExecution: TypeAlias = (
     Literal["concurrent", "sequential"] | Callable[[Sequence[ToolCall]], Sequence[Sequence[int]]]
 )
@@ -121,7 +124,15 @@ class AgentLoopConfig:
             return a list and not mutate its input.
         async_transform_context: the same, asynchronous; runs before the synchronous one.
         get_api_key: resolves the API key for a provider name before every model call.
-        get_steering_messages: polled after each tool completes and after each turn.
+        get_steering_messages: polled after each tool completes and after each turn; with
+            ``steering_interrupt="now"`` also when a batch starts and as soon as the run is
+            told a message arrived (``Agent.steer`` tells it; so does
+            ``EventStream.steering_arrived()``).
+        steering_interrupt: when steering cuts into a running tool batch. ``"now"`` (the
+            default): at once, the running calls cancelled through their own cancel scopes
+            (a batch that starts with steering waiting runs none of its calls).
+            ``"after_call"``: when a running call ends, the others are cancelled (a lone slow
+            call runs to its end first).
         get_follow_up_messages: polled when the run would otherwise end.
         pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies:
             see ``agentloop._policy``.
@@ -155,6 +166,7 @@ class AgentLoopConfig:
     async_transform_context: AsyncTransform | None = None
     get_api_key: Callable[[str], Awaitable[str | None]] | None = None
     get_steering_messages: MessageSource | None = None
+    steering_interrupt: SteeringInterrupt = "now"
     get_follow_up_messages: MessageSource | None = None
     pre_turn_policies: Sequence[PreTurnPolicy] = ()
     pre_dispatch_policies: Sequence[PreDispatchPolicy] = ()

@@ -5,8 +5,13 @@ them again; a ``Stop`` ends the turn with error results for every unresolved cal
 (an ``ApprovedWith`` rewrite goes through the policies again) → argument validation →
 ``execute``. Calls run in groups (all at once by default), each call a child task of the run's
 task group inside the cancel scope of its own task handle, so one call can be cancelled without
-touching the others; a group is over once each of its calls' tasks has ended. After each call completes, steering is polled; steering messages cancel
-the calls still running and the ones not yet started.
+touching the others; a group is over once each of its calls' tasks has ended.
+
+Steering cancels the calls still running and the ones not yet started, and its message starts
+the next turn. When it cuts in depends on ``steering_interrupt``: ``"now"`` (the default), at
+once: the run is told when a message arrives (``Agent.steer``) and a batch that starts with
+steering waiting runs none of its calls; ``"after_call"``, when a running call ends (steering
+is polled after each call completes, so a lone slow call runs to its end).
 
 Every call of the batch ends with exactly one result, committed in call order, and emits
 exactly one ``ToolExecutionStart``/``ToolExecutionEnd`` pair, whatever happens.
@@ -40,7 +45,7 @@ from ._policy import (
     Stop,
 )
 from ._tools import ToolArgumentError, ToolContext, _current_context, validator_for
-from ._types import AgentMessage, Text, ToolCall, ToolResultMessage
+from ._types import AgentMessage, Text, ToolCall, ToolResultMessage, extract_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence, Set as AbstractSet
@@ -49,7 +54,7 @@ if TYPE_CHECKING:
     from ._instrumentation import Hook, ToolCallInfo
     from ._loop import _Run
 
-__all__ = ["STEERING_CANCELLED", "Batch"]
+__all__ = ["STEERING_CANCELLED", "Batch", "steering_note"]
 
 log = logging.getLogger("agentloop.loop")
 # A tool that raises is the model's business (it reads the error result) and the developer's
@@ -60,6 +65,7 @@ STEERING_CANCELLED = "tool call cancelled: user requested steering interrupt"
 ABORTED = "tool call aborted: the run was cancelled"
 _MAX_REWRITES = 8
 _MAX_SHOWN = 500  # characters of broken arguments quoted back to the model
+_MAX_STEERING_SHOWN = 200  # characters of the steering message quoted in a cancelled result
 
 
 class _Slot:
@@ -133,10 +139,32 @@ class _Updates:
             run.emit(ToolExecutionUpdate(call_id=call.id, name=call.name, update=update))
 
 
+def steering_note(messages: Sequence[AgentMessage]) -> str:
+    """The result of a call cancelled by steering: what cancelled it, and by what message."""
+    text = " ".join(extract_text(getattr(m, "content", None) or []) for m in messages).strip()
+    text = " ".join(text.split())
+    if not text:
+        return STEERING_CANCELLED
+    if len(text) > _MAX_STEERING_SHOWN:
+        text = text[:_MAX_STEERING_SHOWN] + "…"
+    return f"{STEERING_CANCELLED}: {text!r}"
+
+
 class Batch:
     """The tool calls of one assistant message, from policies to committed results."""
 
-    __slots__ = ("calls", "failure", "interrupted", "run", "slots", "steering", "stopped")
+    __slots__ = (
+        "calls",
+        "done",
+        "failure",
+        "interrupted",
+        "note",
+        "polling",
+        "run",
+        "slots",
+        "steering",
+        "stopped",
+    )
 
     def __init__(self, run: _Run, calls: list[ToolCall]) -> None:
         self.run = run
@@ -144,6 +172,9 @@ class Batch:
         self.slots = [_Slot(call, run.tools.get(call.name)) for call in self.calls]
         self.steering: list[AgentMessage] | None = None
         self.interrupted = False
+        self.note = STEERING_CANCELLED  # the result of a call steering cancelled
+        self.polling = False  # a task polls the steering source (``steering_arrived``)
+        self.done = False  # ``execute`` is over
         self.stopped: str | None = None
         self.failure: Exception | None = None
 
@@ -383,6 +414,36 @@ class Batch:
         if not ready:
             return
         run = self.run
+        try:
+            if run.config.steering_interrupt == "now":
+                await self._steering_before_start()
+            if not self.interrupted:
+                await self._execute_groups(ready)
+        finally:
+            self.done = True
+        if self.interrupted:
+            self.resolve_unfinished(self.note)
+            observer = run.observer
+            if observer is not None:
+                cancelled = sum(1 for slot in self.slots if slot.cancelled)
+                observer.note("steering", cancelled=cancelled)
+
+    async def _steering_before_start(self) -> None:
+        """Steering that arrived while the model answered: none of the calls starts."""
+        queue = self.run.steering_queue
+        if self.run.config.get_steering_messages is None or (
+            queue is not None and not queue.has_messages()
+        ):
+            return
+        try:
+            await self._poll_steering()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            raise HookFailed.wrap("get_steering_messages", exc) from exc
+
+    async def _execute_groups(self, ready: list[_Slot]) -> None:
+        run = self.run
         strategy = run.config.tool_execution
         if strategy == "concurrent":
             groups: Sequence[Sequence[_Slot]] = [ready]
@@ -419,8 +480,6 @@ class Batch:
                     # any result is committed (else the call would have a result and no end).
                     await anyio.lowlevel.checkpoint_if_cancelled()
                     self._end(slot, AgentToolResult.error(ABORTED))
-        if self.interrupted:
-            self.resolve_unfinished(STEERING_CANCELLED)
 
     def _partition(self, ready: list[_Slot], partition: Any) -> list[list[_Slot]]:
         calls = [s.call for s in ready]
@@ -448,10 +507,13 @@ class Batch:
             else:
                 await self._execute(slot)
             if not slot.ended:
-                if slot.result is None or slot.cancelled:
+                if slot.result is None:
                     # Cancelled by steering before it finished (or before it started).
-                    self._end(slot, AgentToolResult.error(STEERING_CANCELLED))
+                    self._end(slot, AgentToolResult.error(self.note))
                 else:
+                    # It returned before the cancellation reached it: a finished result is
+                    # kept (steering from inside the tool itself, say).
+                    slot.cancelled = False
                     self._end(slot, slot.result)
             queue = self.run.steering_queue
             if queue is not None and not queue.has_messages():
@@ -553,20 +615,59 @@ class Batch:
         if poll is None or self.interrupted:
             return
         await anyio.lowlevel.checkpoint_if_cancelled()
-        messages = list(await poll())
+        self._take(list(await poll()))
+
+    def _take(self, messages: list[AgentMessage]) -> None:
+        """Keep steering ``messages`` for the next turn and cancel the calls not yet ended."""
         if not messages:
             return
         if self.steering is None:
             self.steering = messages
         else:
             self.steering.extend(messages)
+        if self.done:
+            # Taken by a poll that finished after the batch: the next turn sends them.
+            self.run.queue(self.steering)
+            self.steering = None
+            return
         remaining = [s for s in self.slots if not s.ended]
         if remaining:
             self.interrupted = True
+            self.note = steering_note(self.steering)
             for slot in remaining:
                 slot.cancelled = True
                 if slot.task is not None:
                     slot.task.cancel()
-            observer = self.run.observer
-            if observer is not None:
-                observer.note("steering", cancelled=len(remaining))
+
+    def steering_arrived(self) -> None:
+        """A steering message was queued (on the loop's thread): with ``"now"``, cancel the
+        running calls at once, through their own tasks' cancel scopes.
+
+        An agent's own queue is taken from here, synchronously; another source is polled by a
+        task of the run's task group. With nothing running (the calls wait for approval, say)
+        the message waits for the next poll: after a call, or after the turn.
+        """
+        if self.interrupted or self.polling or self.done:
+            return
+        if not any(slot.task is not None and not slot.finished for slot in self.slots):
+            return
+        queue = self.run.steering_queue
+        if queue is not None:
+            self._take(queue.take_nowait())
+            return
+        tasks = self.run.tasks
+        if tasks is not None and self.run.config.get_steering_messages is not None:
+            self.polling = True
+            tasks.start_soon(self._poll_now, name="steering")
+
+    async def _poll_now(self) -> None:
+        try:
+            await self._poll_steering()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            self._fail(HookFailed.wrap("get_steering_messages", exc), exc)
+        except BaseException as exc:
+            self.run.interrupt(exc, "get_steering_messages")
+        finally:
+            self.polling = False

@@ -164,6 +164,15 @@ class EventStream(Generic[OutputT]):
     def run(self) -> _Run:
         return self._run
 
+    def steering_arrived(self) -> None:
+        """Tell the run that its steering source (``get_steering_messages``) has messages.
+
+        With ``steering_interrupt="now"`` the running tool calls are cancelled at once and the
+        source is polled; otherwise the run finds them at its next poll. Safe from any thread.
+        (``Agent.steer`` does this for an agent's own queue.)
+        """
+        self._run.steering_arrived_threadsafe()
+
     async def _main(self) -> None:
         try:
             self._result = await self._run.run(self._prompts)  # type: ignore[assignment]

@@ -330,6 +330,30 @@ class _Run(RunPolicies):
 
     # ---------------------------------------------------------------- threads and interrupts
 
+    def steering_arrived(self) -> None:
+        """A steering message was queued: the running batch, if any, may cut in at once.
+
+        On the loop's thread (``steering_arrived_threadsafe`` from any thread).
+        """
+        batch = self.batch
+        if batch is not None and self.config.steering_interrupt == "now":
+            batch.steering_arrived()
+
+    def steering_arrived_threadsafe(self) -> None:
+        """``steering_arrived`` from any thread; nothing once the run's event loop is gone."""
+        if threading.get_ident() == self.loop_thread:
+            self.steering_arrived()
+            return
+        token = self.token
+        if token is None:
+            return
+        import anyio.from_thread  # slow to import; only threads need it
+
+        try:
+            anyio.from_thread.run_sync(self.steering_arrived, token=token)  # type: ignore[arg-type]
+        except RuntimeError:
+            pass  # the run and its event loop ended meanwhile
+
     def interrupt(self, exc: BaseException, where: str) -> None:
         """End the run because ``where`` raised ``exc``, which is not an ``Exception``.
 

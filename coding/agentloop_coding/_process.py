@@ -28,6 +28,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 if TYPE_CHECKING:
@@ -126,15 +127,20 @@ async def run_process(
         OSError: the program could not be started (not found, not executable).
     """
     buffer = CappedOutput(max_output)
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    # Shielded: a cancellation (an abort, steering) arriving while the process is being made
+    # would lose the process object and leave the process running. It is raised just below,
+    # once the ``finally`` that kills the group owns the process.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
     pid = process.pid
     drained = anyio.Event()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -156,6 +162,7 @@ async def run_process(
 
     exit_code: int | None = None
     try:
+        await anyio.lowlevel.checkpoint_if_cancelled()
         with anyio.move_on_after(time_limit) as deadline:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read)

@@ -172,6 +172,38 @@ async def test_aborting_an_agent_mid_command_leaves_no_process(tmp_path: Path) -
         await wait_gone(pid)
 
 
+async def test_steering_ends_a_lone_running_command_at_once(tmp_path: Path) -> None:
+    # ``sleep 60`` alone in its batch: steering kills its process group at once (it used to
+    # run to its end), and the steering message starts the next turn.
+    seen: list[str] = []
+    model = ScriptedStream(
+        [
+            reply_tool_calls(("bash", {"command": 'echo "pid $$"; sleep 60'})),
+            reply_text("ok, stopped"),
+        ]
+    )
+    agent = al.Agent(
+        model=al.ModelSpec(provider="scripted", model_id="m"),
+        stream_fn=model,
+        tools=coding_tools(tmp_path),
+    )
+
+    def watch(event: al.AgentEvent) -> None:
+        if isinstance(event, al.ToolExecutionUpdate):
+            seen.append(text_of(event.update))
+            if pids_in("".join(seen)):
+                agent.steer("never mind, stop that")
+
+    agent.subscribe(watch)
+    with anyio.fail_after(30):
+        result = await agent.prompt("run it")
+    assert result.output == "ok, stopped"
+    [pid] = pids_in("".join(seen))
+    await wait_gone(pid)
+    bash_result = next(m for m in result.messages if isinstance(m, al.ToolResultMessage))
+    assert "steering interrupt: 'never mind, stop that'" in bash_result.text
+
+
 async def test_a_missing_shell_is_an_error_result(space: Workspace) -> None:
     tool = Bash(space, shell="/nonexistent/shell")
     result = await call(tool, command="echo hi")
@@ -182,3 +214,35 @@ async def test_timeouts_are_bounded_by_the_schema(space: Workspace) -> None:
     tool = Bash(space, max_timeout=5)
     result = await call(tool, command="true", timeout=60)
     assert result.is_error and "invalid arguments" in text_of(result)
+
+
+async def test_a_cancellation_while_the_process_is_made_leaves_no_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The window between the process's creation and ``open_process`` returning, widened: a
+    # cancellation arriving there must not lose the process (it would run on, unowned).
+    made: list[int] = []
+    spawning = anyio.Event()
+    release = anyio.Event()
+    real_open_process = anyio.open_process
+
+    async def slow_open_process(*args: Any, **kwargs: Any) -> Any:
+        process = await real_open_process(*args, **kwargs)
+        made.append(process.pid)
+        spawning.set()
+        await release.wait()
+        return process
+
+    monkeypatch.setattr(anyio, "open_process", slow_open_process)
+    bash = Bash(Workspace("."), timeout=30)
+
+    async def run() -> None:
+        await call(bash, command="sleep 30")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await spawning.wait()
+        tg.cancel_scope.cancel()
+        release.set()
+    [pid] = made
+    assert not alive(pid)

@@ -144,6 +144,7 @@ async def test_polled_steering_survives_a_stopping_policy() -> None:
         _config(
             ScriptedStream([reply_tool_calls(("ok", {"n": 0}), ("ok", {"n": 1}))]),
             get_steering_messages=steering,
+            steering_interrupt="after_call",  # the first poll is after a call ends
             post_turn_policies=[StopAfterTurn()],
         ),
         on_event=on_event,

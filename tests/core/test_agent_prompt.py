@@ -383,7 +383,8 @@ async def test_continue_stream_while_running_keeps_queued_messages() -> None:
     # message makes a continue look valid. The refused continue must not consume it.
     gate = GateTool()
     stream = ScriptedStream([reply_tool_calls(("gate", {})), reply_text("done"), reply_text("x")])
-    agent = Agent(model=MODEL, stream_fn=stream, tools=[gate])
+    # "after_call": the message stays queued while the call runs (else the batch takes it).
+    agent = Agent(model=MODEL, stream_fn=stream, tools=[gate], steering_interrupt="after_call")
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent.prompt, "go")
         await gate.started.wait()

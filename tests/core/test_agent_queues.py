@@ -93,7 +93,13 @@ async def run_steered(mode: Any) -> tuple[Agent, ScriptedStream, list[AgentEvent
     """Queue three steering messages while tools a and b both run, then let a finish."""
     a, b = GateTool("a"), GateTool("b")
     stream = ScriptedStream([two_calls(), reply_text("r1"), reply_text("r2"), reply_text("r3")])
-    agent = Agent(model=MODEL, stream_fn=stream, tools=[a, b], steering_mode=mode)
+    agent = Agent(
+        model=MODEL,
+        stream_fn=stream,
+        tools=[a, b],
+        steering_mode=mode,
+        steering_interrupt="after_call",  # b is cancelled when a ends (a is let finish)
+    )
     events: list[AgentEvent] = []
     agent.subscribe(events.append)
     async with anyio.create_task_group() as tg:
@@ -129,7 +135,7 @@ async def test_steering_one_at_a_time_delivers_one_message_per_turn() -> None:
     results = turn_ends[0].tool_results
     assert [(r.tool_call_id, r.is_error, r.text) for r in results] == [
         ("a1", False, "a done"),
-        ("b1", True, STEERING_CANCELLED),
+        ("b1", True, f"{STEERING_CANCELLED}: 's1'"),
     ]
     assert not agent.has_queued_messages()
     assert [user_texts_of(m) for m in agent.messages[-1:]] == ["r3"]

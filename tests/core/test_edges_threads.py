@@ -132,13 +132,16 @@ async def test_steering_interrupts_a_threaded_call(gate: Gate) -> None:
             [reply_tool_calls(("stuck", {}), ("quick", {})), reply_text("steered")]
         ).stream_fn,
         tools=[blocking_tool(gate), quick],
+        steering_interrupt="after_call",
     )
     agent.steer("change of plan")  # polled after ``quick`` completes
     start = anyio.current_time()
     result = await agent.prompt("go")
     assert anyio.current_time() - start < 5
     stuck_result, quick_result = results_of(result.messages)
-    assert stuck_result.text == "tool call cancelled: user requested steering interrupt"
+    assert stuck_result.text == (
+        "tool call cancelled: user requested steering interrupt: 'change of plan'"
+    )
     assert quick_result.text == "quick"
     assert result.text == "steered"
 

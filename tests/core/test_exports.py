@@ -122,6 +122,7 @@ SUBMODULES = {
         "ConvertToLlm",
         "EventStream",
         "MessageSource",
+        "SteeringInterrupt",
         "ToolExecution",
         "Transform",
         "TransformContext",

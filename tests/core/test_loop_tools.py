@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.anyio
 
 STEERING = "tool call cancelled: user requested steering interrupt"
+CHANGE_OF_PLAN = f"{STEERING}: 'change of plan'"
 
 
 def prompt() -> list[al.AgentMessage]:
@@ -219,7 +220,7 @@ async def test_steering_cancels_the_rest_of_the_batch() -> None:
         on_event=rec,
     )
     results = results_of(result.messages)
-    assert [r.text for r in results] == ["first done", STEERING, STEERING]
+    assert [r.text for r in results] == ["first done", CHANGE_OF_PLAN, CHANGE_OF_PLAN]
     assert [r.is_error for r in results] == [False, True, True]
     assert sorted(cancelled) == ["second", "third"]
     turn_ends = rec.of(al.TurnEnd)
@@ -231,7 +232,10 @@ async def test_steering_cancels_the_rest_of_the_batch() -> None:
     assert result.text == "adjusted"
     assert paired(result.messages)
     ends = rec.of(al.ToolExecutionEnd)
-    assert [e.result.content[0].text for e in ends if e.is_error] == [STEERING, STEERING]
+    assert [e.result.content[0].text for e in ends if e.is_error] == [
+        CHANGE_OF_PLAN,
+        CHANGE_OF_PLAN,
+    ]
 
 
 async def test_steering_before_a_later_group_starts_it_never_runs() -> None:
@@ -253,10 +257,17 @@ async def test_steering_before_a_later_group_starts_it_never_runs() -> None:
     result = await al.loop.run_loop(
         prompt(),
         al.loop.AgentContext(),
-        config(script, tools=[step], tool_execution="sequential", get_steering_messages=poll),
+        config(
+            script,
+            tools=[step],
+            tool_execution="sequential",
+            get_steering_messages=poll,
+            steering_interrupt="after_call",  # polled when step 0 ends
+        ),
     )
     assert ran == [0]
-    assert [r.text for r in results_of(result.messages)] == ["0", STEERING, STEERING]
+    stopped = f"{STEERING}: 'stop that'"
+    assert [r.text for r in results_of(result.messages)] == ["0", stopped, stopped]
 
 
 async def test_invalid_arguments_never_reach_execute() -> None:

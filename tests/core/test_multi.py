@@ -201,11 +201,14 @@ async def test_steering_the_parent_interrupts_the_child() -> None:
         "parent",
         [calls(("child", {"task": "x"}), ("quick", {})), text("steered")],
         tools=[child.as_tool(description="c"), quick],
+        steering_interrupt="after_call",  # taken when quick ends, then the child is cancelled
     )
     parent.steer("stop that")
     result = await parent.prompt("go")
     child_result, quick_result = [m for m in result.messages if isinstance(m, al.ToolResultMessage)]
-    assert child_result.text == "tool call cancelled: user requested steering interrupt"
+    assert (
+        child_result.text == "tool call cancelled: user requested steering interrupt: 'stop that'"
+    )
     assert quick_result.text == "quick"
     assert result.output == "steered"
 

@@ -130,6 +130,7 @@ async def test_steering_a_handle_interrupts_its_running_tools_and_is_read_next()
         "worker",
         [calls(("quick", {}), ("hang", {})), text("Changed course.")],
         tools=[quick, hanging.tool("worker")],
+        steering_interrupt="after_call",  # quick ends, then the hanging call is cancelled
     )
     async with multi.AgentRegistry([worker]) as registry:
         handle = registry.spawn("worker", "do both")
@@ -142,7 +143,9 @@ async def test_steering_a_handle_interrupts_its_running_tools_and_is_read_next()
     assert result.output == "Changed course."
     quick_result, hang_result = results_of(result.messages)
     assert quick_result.text == "quick result"  # a finished call is kept
-    assert hang_result.text == "tool call cancelled: user requested steering interrupt"
+    assert hang_result.text == (
+        "tool call cancelled: user requested steering interrupt: 'Stop the slow one.'"
+    )
     assert hanging.cancelled == ["worker"]
     # The steering message starts the next turn: it is the last thing the model is sent.
     last = requests(worker)[-1][-1]
