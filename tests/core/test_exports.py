@@ -167,6 +167,7 @@ SUBMODULES = {
         "SessionNotFound",
         "SessionRecorder",
         "SessionStore",
+        "SessionStoreError",
         "SqliteSessionStore",
         "load_session",
         "repair_history",
