@@ -13,14 +13,14 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import textwrap
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 
-from agentloop import UserMessage
+from agentloop import Text, UserMessage
 from agentloop.sessions import JsonlSessionStore, SessionStoreError, SqliteSessionStore
 
 if TYPE_CHECKING:
@@ -104,16 +104,13 @@ async def test_a_read_only_place_reads_and_refuses_writes_typed(
     place = directory / "s.db" if kind == "sqlite" else directory
     await _fill(kind, place)
     _freeze(directory)
+    command = [sys.executable, "-c", CHILD, kind, str(place), anyio_backend, first]
     try:
-        done = subprocess.run(
-            [*_unprivileged(), sys.executable, "-c", CHILD, kind, str(place), anyio_backend, first],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        with anyio.fail_after(120):
+            done = await anyio.run_process([*_unprivileged(), *command], check=False)
     finally:
         directory.chmod(0o755)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr.decode()
     out = json.loads(done.stdout)
     assert out["load"] == ["hello"]
     assert out["info"] == 1
@@ -180,7 +177,8 @@ async def test_an_append_after_a_hostile_count_is_typed_or_stored(tmp_path: Path
         with sqlite3.connect(path) as conn:
             conn.execute("UPDATE sessions SET message_count = 'many', title = 5 WHERE id = 'a'")
         await store.append("a", [UserMessage.from_text("hi")])  # was a TypeError
-        assert [m.text for m in await store.load("a")] == ["hi"]
+        loaded = await store.load("a")
+        assert [m.content for m in loaded if isinstance(m, UserMessage)] == [[Text(text="hi")]]
         assert (await store.info("a")).message_count == 1
 
 
