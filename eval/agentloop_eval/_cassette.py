@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agentloop import AgentToolResult, ModelSpec
+from agentloop.secrets import redact_bytes
 from agentloop.stream import AssistantMessageEvent, Done, ErrorEvent
 
 from ._errors import CassetteError
@@ -141,7 +142,8 @@ class Cassette:
         lines += [ModelEntry(name=n, spec=s) for n, s in sorted(self.models.items())]
         lines += calls
         lines += tools
-        encoded = [_encoder.encode(line) for line in lines]
+        # A cassette is committed to a repository: no secret the process knows goes in it.
+        encoded = [redact_bytes(_encoder.encode(line)) for line in lines]
         for number, line in enumerate(encoded, 1):
             if len(line) > MAX_CASSETTE_LINE:
                 raise CassetteError(

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
+from agentloop.secrets import redact, redact_bytes
+
 from ._case import Thresholds
 from ._errors import ReportError
 from ._limits import MAX_REPORT_BYTES, MAX_REPORT_TEXT, read_regular
@@ -158,24 +160,26 @@ _sizer = msgspec.json.Encoder()
 
 
 def clip_text(text: str, limit: int = MAX_REPORT_TEXT) -> str:
-    """``text``, or its first ``limit`` characters and a note of how many were left out."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [{len(text) - limit} more characters not kept in the report]"
+    """``text``, or its first ``limit`` characters and a note of how many were left out;
+    either way with every secret the process knows redacted (``agentloop.secrets``)."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... [{len(text) - limit} more characters not kept in the report]"
+    return redact(text)
 
 
 def _clip_value(value: Any) -> Any:
-    """A value (tool arguments, a typed output) as a report keeps it: itself, or a note when
-    its JSON is longer than ``MAX_REPORT_TEXT``."""
+    """A value (tool arguments, a typed output) as a report keeps it: itself (redacted), or a
+    note when its JSON is longer than ``MAX_REPORT_TEXT``."""
     if isinstance(value, str):
         return clip_text(value)
     try:
-        size = len(_sizer.encode(value))
+        data = _sizer.encode(value)
     except (TypeError, ValueError, RecursionError):
         return "[a value the report cannot encode]"
-    if size <= MAX_REPORT_TEXT:
-        return value
-    return f"[{size} bytes of JSON, more than the {MAX_REPORT_TEXT} a report keeps]"
+    if len(data) > MAX_REPORT_TEXT:
+        return f"[{len(data)} bytes of JSON, more than the {MAX_REPORT_TEXT} a report keeps]"
+    clean = redact_bytes(data)
+    return value if clean is data else msgspec.json.decode(clean)
 
 
 def _clip_trajectory(t: Trajectory) -> Trajectory:
@@ -221,8 +225,8 @@ def bounded(run: RunResult) -> RunResult:
 
 
 def encode_report(report: Report) -> bytes:
-    """The report as indented JSON."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    """The report as indented JSON, every secret the process knows redacted."""
+    return redact_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
 
 
 def decode_report(data: bytes, *, source: str = "report") -> Report:

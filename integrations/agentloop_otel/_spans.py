@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from agentloop import StopReason
+from agentloop.secrets import redact
 
 from . import _content as content
 from ._names import (
@@ -66,6 +67,12 @@ if TYPE_CHECKING:
 __all__ = ["Telemetry", "ChatScope", "RunScope", "ToolScope"]
 
 Attributes = dict[str, "AttributeValue"]
+
+
+def _error_status(description: str | None) -> Status:
+    """An error status whose description holds no secret the process knows (a failure's text
+    may quote a server that echoed one)."""
+    return Status(StatusCode.ERROR, None if description is None else redact(description))
 
 
 class Telemetry:
@@ -166,7 +173,7 @@ class RunScope:
                 span.add_event(ABORT_EVENT)
             if error_type is not None:
                 attributes[ERROR_TYPE] = error_type
-                span.set_status(Status(StatusCode.ERROR, result.error if result else None))
+                span.set_status(_error_status(result.error if result else None))
             span.set_attributes(attributes)
             span.end()
         if self.measured:
@@ -282,7 +289,7 @@ class ChatScope:
         if error_type is not None:
             attributes[ERROR_TYPE] = error_type
             description = message.error_message if message is not None else None
-            span.set_status(Status(StatusCode.ERROR, description))
+            span.set_status(_error_status(description))
         span.set_attributes(attributes)
         span.end()
 
@@ -368,7 +375,7 @@ class ToolScope:
                 span.add_event(ABORT_EVENT)
             if error_type is not None:
                 span.set_attribute(ERROR_TYPE, error_type)
-                span.set_status(Status(StatusCode.ERROR, description))
+                span.set_status(_error_status(description))
             span.end()
         if self.run.measured and not cancelled:
             attributes: Attributes = {OPERATION_NAME: "execute_tool", TOOL_NAME: call.call.name}

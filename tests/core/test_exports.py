@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 import agentloop
+import agentloop.secrets
 import agentloop.testing
 
 # The curated top level: what a user of ``Agent`` needs. Changing it needs a reason written in
@@ -173,6 +174,7 @@ SUBMODULES = {
         "repair_history",
     ],
     "agentloop.retry": ["ExponentialBackoff", "NoRetry", "RetryStrategy"],
+    "agentloop.secrets": ["redact", "redact_bytes", "register_secret", "register_secret_variable"],
     "agentloop.multi": [
         "AgentHandle",
         "AgentRef",
