@@ -282,6 +282,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
             assert info is not None
             info.message = message
             info.retry_delay = delay
+            info.response_model = acc.model_id if acc.reported_model else None
             hook.exit(None)
         if delay is None:
             return message

@@ -252,7 +252,12 @@ class ChatScope:
         if error_type is None and exc is not None:
             if not isinstance(exc, anyio.get_cancelled_exc_class()):
                 error_type = _exception_type(exc)
-        response_model = (message.model_id if message else "") or call.model.model_id
+        # Only what the response carried: a model the provider named, or the model of an
+        # answer (the request's when the provider names none). A refused attempt (a 429)
+        # named none.
+        response_model = call.response_model
+        if response_model is None and message is not None and not failed:
+            response_model = message.model_id or call.model.model_id
         if self.span is not None:
             self._end_span(message, error_type, response_model, exc)
         if run.measured:
@@ -262,13 +267,15 @@ class ChatScope:
         self,
         message: AssistantMessage | None,
         error_type: str | None,
-        response_model: str,
+        response_model: str | None,
         exc: BaseException | None,
     ) -> None:
         span = self.span
         assert span is not None
         call = self.call
-        attributes: Attributes = {RESPONSE_MODEL: response_model}
+        attributes: Attributes = {}
+        if response_model is not None:
+            attributes[RESPONSE_MODEL] = response_model
         if call.first_chunk is not None:
             attributes[TIME_TO_FIRST_CHUNK] = max(call.first_chunk - self.start, 0.0)
         if message is not None:
@@ -297,12 +304,13 @@ class ChatScope:
         self,
         message: AssistantMessage | None,
         error_type: str | None,
-        response_model: str,
+        response_model: str | None,
         elapsed: float,
     ) -> None:
         instruments = self.run.telemetry.instruments
         attributes: Attributes = {OPERATION_NAME: "chat", **self.run.base}
-        attributes[RESPONSE_MODEL] = response_model
+        if response_model is not None:
+            attributes[RESPONSE_MODEL] = response_model
         if message is not None:
             usage = message.usage
             if usage.input or usage.output or usage.cache_read or usage.cache_write:

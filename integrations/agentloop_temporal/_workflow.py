@@ -338,7 +338,7 @@ class AgentWorkflow:
         for event in from_payload(reply, ModelReply).events:
             yield event
 
-    async def _call_tool(self, call: ToolCall) -> AgentToolResult:
+    async def _call_tool(self, call: ToolCall) -> ToolReply:
         run = self._input
         assert run is not None
         key = self._next_key("tool")
@@ -348,8 +348,12 @@ class AgentWorkflow:
             reply = await await_activity(self._start(TOOL_ACTIVITY, argument, run.tool_calls, key))
         except ActivityError as exc:
             _, text = failure(exc)
-            return AgentToolResult.error(f"tool call {call.name!r} failed on the workers: {text}")
-        return from_payload(reply, ToolReply).result
+            error = AgentToolResult.error(f"tool call {call.name!r} failed on the workers: {text}")
+            return ToolReply(result=error)
+        decoded = from_payload(reply, ToolReply)
+        self._usage = self._usage + decoded.usage  # the checkpoint counts sub-agents too
+        self._cost = self._cost + decoded.cost
+        return decoded
 
     # ---------------------------------------------------------------- queues (signals)
 
