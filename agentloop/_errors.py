@@ -18,6 +18,8 @@ results); these exceptions are for what the caller must handle::
     ├── Aborted                     the run was aborted
     ├── ToolArgumentError           (also ValueError) arguments that do not fit a tool
     ├── SessionNotFound             (also LookupError) no session has this id
+    ├── SessionStoreError           (also OSError) a store cannot use its place: not writable,
+    │                               not a database, a failing disk (names the path)
     ├── UnknownModel                (also LookupError) a model string no provider resolves
     └── MissingExtra                (also ModuleNotFoundError) a feature whose optional
                                     dependencies are not installed; names the extra
@@ -47,6 +49,7 @@ __all__ = [
     "ModelError",
     "ModelThrottled",
     "SessionNotFound",
+    "SessionStoreError",
     "NetworkError",
     "NoMessages",
     "StreamError",
@@ -171,6 +174,30 @@ class InvalidContinue(AgentError):
 
 class SessionNotFound(AgentError, LookupError):
     """No session has this id."""
+
+
+class SessionStoreError(AgentError, OSError):
+    """A session store cannot use its place: a directory it may not write, a file that is not
+    a database, a full or failing disk. ``path`` names the place; ``errno`` is the operating
+    system's error number when there is one (so code catching ``OSError`` still works).
+
+    Args:
+        path: the store's file or directory.
+        problem: what went wrong there.
+        errno: the operating system's error number, if any.
+    """
+
+    def __init__(self, path: str, problem: str, errno: int | None = None) -> None:
+        super().__init__(f"session store {path}: {problem}")
+        self.path = path
+        self.problem = problem
+        self.errno = errno
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # not OSError's "[Errno n] ..." form
+
+    def __reduce__(self) -> tuple[type[SessionStoreError], tuple[str, str, int | None]]:
+        return type(self), (self.path, self.problem, self.errno)
 
 
 class ToolArgumentError(AgentError, ValueError):

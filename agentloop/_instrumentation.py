@@ -103,6 +103,8 @@ class ModelCallInfo:
         message: the attempt's answer (stop reason ``error`` when it failed); set before the
             hook exits, ``None`` when the attempt was cancelled.
         retry_delay: seconds before a failed attempt is tried again; ``None`` when it is not.
+        response_model: the model the provider's answer named (its ``StreamStart``); ``None``
+            when it named none, as a request refused before any answer (a 429) names none.
     """
 
     __slots__ = (
@@ -112,6 +114,7 @@ class ModelCallInfo:
         "model",
         "options",
         "request",
+        "response_model",
         "retry_delay",
         "run",
         "turn",
@@ -136,6 +139,7 @@ class ModelCallInfo:
         self.first_chunk: float | None = None
         self.message: AssistantMessage | None = None
         self.retry_delay: float | None = None
+        self.response_model: str | None = None
 
 
 class ToolCallInfo:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._codec import decode
 from ._errors import SessionNotFound
 from ._session_codec import decode_records, is_message
 from ._session_store import (
@@ -26,12 +27,12 @@ from ._session_store import (
     _ThreadedStore,
     logger,
 )
+from ._types import AgentMessage
 
 if TYPE_CHECKING:
     import types
     from collections.abc import Callable, Iterator, Sequence
 
-    from ._types import AgentMessage
 
 __all__ = ["JsonlSessionStore"]
 
@@ -98,6 +99,16 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _count_messages(records: list[bytes]) -> int:
+    """How many of ``records`` read as messages (all of them, at C speed, when all do)."""
+    if not records:
+        return 0
+    with contextlib.suppress(Exception):
+        if len(decode(b"[" + b",".join(records) + b"]", list[AgentMessage])) == len(records):
+            return len(records)
+    return sum(1 for record in records if is_message(record))
+
+
 class JsonlSessionStore(_ThreadedStore[bytes]):
     """One append-only JSONL file per session in ``directory``, plus a small metadata file.
 
@@ -108,7 +119,7 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
     it with a logged warning, and the next append (holding the lock, so no live writer is
     mid-line) cuts it off first. A record that is not a message (garbage, nesting too deep,
     wrong types) is skipped with a warning; the rest of the session loads. ``message_count``
-    counts complete lines.
+    counts what ``load`` returns.
 
     Args:
         directory: where the files live (created on first use).
@@ -141,6 +152,9 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
 
     def _meta_path(self, sid: str) -> str:
         return os.path.join(self.directory, f"{sid}.meta.json")
+
+    def _place(self) -> str:
+        return self.directory
 
     def _session_id(self, session_id: str) -> str:
         # Ids name files: a malformed one never reaches a path.
@@ -326,25 +340,30 @@ class JsonlSessionStore(_ThreadedStore[bytes]):
         return decode_records(records, sid)
 
     def _count(self, sid: str, fd: int) -> int:
-        # Only whole lines are counted, and the log only ever changes after its last newline
-        # (appends, torn-line cuts, roll-backs), so what was counted stays counted.
+        """How many messages ``load`` would return: the complete lines that read as messages,
+        and a last line that lost only its newline.
+
+        Complete lines are counted once (the log only ever changes after its last newline:
+        appends, torn-line cuts, roll-backs), so what was counted stays counted.
+        """
         stat = os.fstat(fd)
         file = (stat.st_dev, stat.st_ino)
-        counted, lines = 0, 0
+        counted, messages = 0, 0
         cached = self._counts.get(sid)
         if cached is not None and cached[0] == file and cached[1] <= stat.st_size:
-            _, counted, lines = cached
+            _, counted, messages = cached
+        tail = b""
         if stat.st_size > counted:
             os.lseek(fd, counted, os.SEEK_SET)
-            pos = counted
-            while chunk := os.read(fd, 1 << 20):
-                newlines = chunk.count(b"\n")
-                if newlines:
-                    lines += newlines
-                    counted = pos + chunk.rfind(b"\n") + 1
-                pos += len(chunk)
-        self._counts[sid] = (file, counted, lines)
-        return lines
+            lines = _read_fd(fd).split(b"\n")
+            tail = lines.pop()
+            complete = [line for line in lines if line.strip()]
+            messages += _count_messages(complete)
+            counted += sum(len(line) + 1 for line in lines)
+        self._counts[sid] = (file, counted, messages)
+        if tail.strip() and is_message(tail):
+            messages += 1
+        return messages
 
     def _info(self, sid: str) -> SessionInfo:
         with self._lock(sid), self._open_log(sid, os.O_RDONLY, exclusive=False) as fd:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._codec import decode, encode
+from ._redaction import redact, redact_bytes, secrets_now
 from ._types import AgentMessage
 
 if TYPE_CHECKING:
@@ -93,16 +94,43 @@ def _encode_one(message: AgentMessage, where: str) -> bytes | Exception:
     return data
 
 
+def _redact_tree(value: Any, known: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return redact(value, known=known)
+    if isinstance(value, list):
+        return [_redact_tree(item, known) for item in value]
+    if isinstance(value, dict):
+        return {redact(k, known=known): _redact_tree(v, known) for k, v in value.items()}
+    return value
+
+
+def _without_secrets(data: bytes, known: tuple[str, ...], where: str) -> bytes | Exception:
+    """The record with every known secret and key shape redacted (``_redaction``): a session
+    file is a surface a key must never reach, whatever message carried it. Each string is
+    redacted on its own, so the record stays the same JSON."""
+    if redact_bytes(data, known=known) is data:
+        return data  # the usual case: nothing to redact, nothing copied
+    try:
+        return encode(_redact_tree(msgspec.json.decode(data), known))
+    except (RecursionError, msgspec.MsgspecError) as exc:
+        logger.warning("%s: skipping a message holding a secret it cannot be freed of", where)
+        return exc
+
+
 def encode_records(
     messages: Sequence[AgentMessage], where: str
 ) -> tuple[list[bytes], list[AgentMessage], list[Exception]]:
     """Encode messages for a store: the records, the messages they hold, in order, and why
-    each message left out (it cannot be stored in any form) was."""
+    each message left out (it cannot be stored in any form) was. Records are redacted of
+    every secret the process knows."""
     records: list[bytes] = []
     kept: list[AgentMessage] = []
     rejected: list[Exception] = []
+    known = secrets_now()
     for message in messages:
         data = _encode_one(message, where)
+        if isinstance(data, bytes):
+            data = _without_secrets(data, known, where)
         if isinstance(data, bytes):
             records.append(data)
             kept.append(message)

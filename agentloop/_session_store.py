@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import functools
 import logging
+import os
 import re
 import threading
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -25,6 +26,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from ._errors import AgentError, SessionStoreError
 from ._session_codec import encode_records
 from ._types import AgentMessage, AssistantMessage, UserMessage, extract_text, now_ms
 
@@ -157,6 +159,29 @@ class _ThreadedStore(abc.ABC, Generic[P]):
         """The id the synchronous parts get (a subclass that checks ids raises ``ValueError``)."""
         return session_id
 
+    def _store_error(self, exc: Exception) -> SessionStoreError | None:
+        """The typed error for a failure of the store's place, or ``None`` to let ``exc`` out
+        as it is. By default an ``OSError`` becomes a ``SessionStoreError`` naming its file; a
+        subclass adds its own (SQLite's errors)."""
+        if isinstance(exc, OSError) and not isinstance(exc, AgentError):
+            where = exc.filename if exc.filename is not None else self._place()
+            return SessionStoreError(os.fsdecode(where), exc.strerror or str(exc), exc.errno)
+        return None
+
+    def _place(self) -> str:
+        """The store's file or directory, for error messages."""
+        return "?"
+
+    def _checked(self, func: Callable[..., T], *args: Any) -> T:
+        """In the worker thread: ``func(*args)``, a failure of the place raised typed."""
+        try:
+            return func(*args)
+        except Exception as exc:
+            typed = self._store_error(exc)
+            if typed is None:
+                raise
+            raise typed from exc
+
     @abc.abstractmethod
     def _pack(self, records: list[bytes]) -> P: ...
     @abc.abstractmethod
@@ -187,8 +212,9 @@ class _ThreadedStore(abc.ABC, Generic[P]):
             write.done.set()
             return
         try:
+            append = functools.partial(self._checked, self._append)
             await anyio.to_thread.run_sync(
-                write.run, self._append, sid, self._pack(records), kept, abandon_on_cancel=True
+                write.run, append, sid, self._pack(records), kept, abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
             write.call_off()
@@ -211,7 +237,7 @@ class _ThreadedStore(abc.ABC, Generic[P]):
             updated_at=now,
             metadata=metadata or {},
         )
-        return await _run(self._create, info)
+        return await _run(self._checked, self._create, info)
 
     async def append(self, session_id: str, messages: Sequence[AgentMessage]) -> None:
         """Append messages, all or none (see ``SessionStore.append``).
@@ -221,19 +247,21 @@ class _ThreadedStore(abc.ABC, Generic[P]):
 
         Raises:
             SessionNotFound: no such session.
-            OSError: the file system failed (the append left nothing behind).
+            SessionStoreError: the store's place failed (a full disk, a directory it may not
+                write, a file that is not a database): the append left nothing behind. It is an
+                ``OSError`` too, with the system's ``errno`` when there is one.
         """
         if messages:
             await self._append_tracked(session_id, messages, _Write())
 
     async def load(self, session_id: str) -> list[AgentMessage]:
-        return await _run(self._load, self._session_id(session_id))
+        return await _run(self._checked, self._load, self._session_id(session_id))
 
     async def info(self, session_id: str) -> SessionInfo:
-        return await _run(self._info, self._session_id(session_id))
+        return await _run(self._checked, self._info, self._session_id(session_id))
 
     async def list_sessions(self) -> list[SessionInfo]:
-        return await _run(self._list)
+        return await _run(self._checked, self._list)
 
     async def update(
         self,
@@ -245,7 +273,7 @@ class _ThreadedStore(abc.ABC, Generic[P]):
     ) -> SessionInfo:
         changes = {"title": title, "model": model, "metadata": metadata}
         changes = {k: v for k, v in changes.items() if v is not None}
-        return await _run(self._update, self._session_id(session_id), changes)
+        return await _run(self._checked, self._update, self._session_id(session_id), changes)
 
     async def delete(self, session_id: str) -> None:
-        await _run(self._delete, self._session_id(session_id))
+        await _run(self._checked, self._delete, self._session_id(session_id))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import msgspec
 
-from ._errors import SessionNotFound
+from ._errors import SessionNotFound, SessionStoreError
 from ._session_codec import decode_records
 from ._session_store import SessionInfo, _auto_fields, _run, _ThreadedStore, logger
 from ._types import AgentMessage, now_ms
@@ -48,7 +48,24 @@ def _as_bytes(value: object) -> bytes:
     return str(value).encode("utf-8", "replace")
 
 
+def _as_int(value: object) -> int:
+    # A column another program wrote may hold text, a real, a blob or NULL: a count or a time
+    # that is not a whole number reads as 0.
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str | bytes):
+        with contextlib.suppress(ValueError):
+            return int(value)
+    return 0
+
+
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
+T = TypeVar("T")
+# SQLite's codes for a place the process may not write (the file, its journal, its directory)
+# and for a database it may not open.
+_READ_ONLY = {"SQLITE_READONLY", "SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN"}
 
 
 def _row_info(row: tuple[Any, ...]) -> SessionInfo:
@@ -59,12 +76,12 @@ def _row_info(row: tuple[Any, ...]) -> SessionInfo:
         logger.warning("%s: unreadable metadata, using none: %s", sid, exc)
         decoded = {}
     return SessionInfo(
-        id=sid,
-        title=title,
-        model=model,
-        created_at=created,
-        updated_at=updated,
-        message_count=count,
+        id=str(sid),
+        title=title if isinstance(title, str) else "",
+        model=model if isinstance(model, str) else None,
+        created_at=_as_int(created),
+        updated_at=_as_int(updated),
+        message_count=_as_int(count),
         metadata=decoded,
     )
 
@@ -98,6 +115,7 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
         self._idle: list[sqlite3.Connection] = []
         self._ready = False
         self._closed = False
+        self._read_only = False  # set once the place turns out to be one we may not write
 
     async def __aenter__(self) -> Self:
         return self
@@ -120,11 +138,36 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
     def _pack(self, records: list[bytes]) -> list[bytes]:
         return records
 
+    def _place(self) -> str:
+        return self.path
+
+    def _store_error(self, exc: Exception) -> SessionStoreError | None:
+        import sqlite3
+
+        if not isinstance(exc, sqlite3.Error):
+            return super()._store_error(exc)
+        code = getattr(exc, "sqlite_errorname", "")
+        if code == "SQLITE_NOTADB":
+            return SessionStoreError(self.path, f"not a SQLite database ({exc})")
+        if code == "SQLITE_CANTOPEN":
+            return SessionStoreError(self.path, f"cannot open it ({exc})")
+        if code in _READ_ONLY or "readonly" in str(exc):
+            return SessionStoreError(self.path, f"cannot write here ({exc})")
+        return SessionStoreError(self.path, str(exc))
+
     # ---------------------------------------------------------------- worker-thread parts
 
     def _connect(self) -> sqlite3.Connection:
         import sqlite3
 
+        if self._read_only:
+            # A WAL database can only be read where SQLite may create its ``-shm`` file, or
+            # when opened immutable: read-only, without locks. Where we may not write, neither
+            # can a writer of ours; another user's writer would not be seen consistently.
+            from urllib.parse import quote
+
+            uri = f"file:{quote(os.path.abspath(self.path))}?immutable=1"
+            return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         conn = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
@@ -158,6 +201,27 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
                     self._idle.append(conn)
             if closed:
                 conn.close()
+
+    def _reading(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        """``read`` on a pooled connection; where the store may not write (a read-only
+        directory, file or medium), again on a read-only one."""
+        import sqlite3
+
+        try:
+            with self._conn() as conn:
+                return read(conn)
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorname", "")
+            if self._read_only or code not in _READ_ONLY or not os.path.isfile(self.path):
+                raise
+            logger.info("%s: cannot write here (%s); reading it read-only", self.path, exc)
+            with self._guard:
+                self._read_only = True
+                idle, self._idle = self._idle, []
+            for conn in idle:
+                conn.close()
+            with self._conn() as conn:
+                return read(conn)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -208,6 +272,8 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
             if row is None:
                 raise SessionNotFound(sid)
             count, title, model = row
+            count = _as_int(count)
+            title = title if isinstance(title, str) else ""
             conn.executemany(
                 "INSERT INTO messages (session_id, seq, data) VALUES (?, ?, ?)",
                 [(sid, count + i, data) for i, data in enumerate(rows)],
@@ -220,31 +286,38 @@ class SqliteSessionStore(_ThreadedStore[list[bytes]]):
             )
 
     def _load(self, sid: str) -> list[AgentMessage]:
-        with self._conn() as conn:
+        def read(conn: sqlite3.Connection) -> list[Any]:
             # One read transaction, so the messages match the session row.
             conn.execute("BEGIN")
             try:
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
                     raise SessionNotFound(sid)
-                rows = conn.execute(
+                return conn.execute(
                     "SELECT data FROM messages WHERE session_id = ? ORDER BY seq", (sid,)
                 ).fetchall()
             finally:
-                conn.execute("COMMIT")
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+        rows = self._reading(read)
         return decode_records([_as_bytes(r[0]) for r in rows], sid)
 
     def _info(self, sid: str) -> SessionInfo:
-        with self._conn() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
+        row = self._reading(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)
+            ).fetchone()
+        )
         if row is None:
             raise SessionNotFound(sid)
         return _row_info(row)
 
     def _list(self) -> list[SessionInfo]:
-        with self._conn() as conn:
-            rows = conn.execute(
+        rows = self._reading(
+            lambda conn: conn.execute(
                 f"SELECT {_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC"
             ).fetchall()
+        )
         return [_row_info(r) for r in rows]
 
     def _update(self, sid: str, changes: dict[str, Any]) -> SessionInfo:

@@ -367,6 +367,7 @@ class Accumulator:
         "hot_type",
         "model_id",
         "provider",
+        "reported_model",
         "retry_after",
         "stop_reason",
         "usage",
@@ -388,6 +389,7 @@ class Accumulator:
         self.hot_type: type | None = None
         self.provider = model.provider if model is not None else ""
         self.model_id = model.model_id if model is not None else ""
+        self.reported_model = False  # whether the stream named the model that answered
         self.done = False
         self.stop_reason: StopReason | None = None
         self.usage = _NO_USAGE
@@ -470,6 +472,7 @@ class Accumulator:
                 self.provider = event.provider
             if event.model_id:
                 self.model_id = event.model_id
+                self.reported_model = True
         elif cls is ToolCallStart:
             assert isinstance(event, ToolCallStart)
             extra = {

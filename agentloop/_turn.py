@@ -24,7 +24,8 @@ from ._dispatch import Batch
 from ._errors import HookFailed, ModelError, error_for_kind
 from ._events import MessageStart, MessageUpdate, StreamRetry, TurnEndReason
 from ._policy import Inject, Replace, Stop
-from ._stream import Accumulator
+from ._redaction import redact
+from ._stream import Accumulator, ErrorEvent
 from ._types import (
     AgentMessage,
     AssistantMessage,
@@ -45,7 +46,6 @@ __all__ = ["resume_turn", "run_turn"]
 
 log = logging.getLogger("agentloop.loop")
 _NONE: frozenset[str] = frozenset()
-_MIN_SECRET = 4  # shorter values would mask ordinary words
 _encode = msgspec.json.encode
 
 
@@ -141,27 +141,11 @@ def _estimated_usage(request: LlmContext, answer: AssistantMessage) -> Usage:
     return Usage(input=prompt, output=output, total=prompt + output, estimated=True)
 
 
-def _redact(text: str, secret: str | None) -> str:
-    """``text`` without ``secret`` in any of the forms an exception message may hold it: as it
-    is, escaped by ``repr`` or JSON, and percent-encoded. (The providers package has a fuller
-    redactor; the core cannot import it.)"""
-    if not secret or len(secret) < _MIN_SECRET:
-        return text
-    from urllib.parse import quote, quote_plus  # only a failed call with a key comes here
-
-    forms = {
-        secret,
-        repr(secret)[1:-1],
-        secret.encode("unicode_escape").decode("ascii"),
-        secret.replace("\\", "\\\\").replace('"', '\\"'),
-        secret.replace("/", "\\/"),
-        quote(secret, safe=""),
-        quote_plus(secret, safe=""),
-    }
-    for form in sorted(forms, key=len, reverse=True):
-        if len(form) >= _MIN_SECRET:
-            text = text.replace(form, "***")
-    return text
+def _redacted_error(event: ErrorEvent, key: str | None) -> ErrorEvent:
+    """``event`` with its message redacted: outside text, where a server may echo any key the
+    process holds (``_redaction``)."""
+    clean = redact(event.message, key)
+    return event if clean == event.message else msgspec.structs.replace(event, message=clean)
 
 
 def _turn_options(run: _Run) -> StreamOptions:
@@ -226,12 +210,14 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                             first = None
                         if type(event) is hot_type and event.index is hot_index:  # type: ignore[union-attr]
                             hot_append(event.delta)  # type: ignore[union-attr]
-                        elif push(event):
+                        else:
+                            if type(event) is ErrorEvent:
+                                event = _redacted_error(event, options.api_key)
+                            if not push(event):
+                                break
                             hot_type = acc.hot_type
                             if hot_type is not None:
                                 hot_index, hot_append = acc.hot_index, acc.hot_append
-                        else:
-                            break
                         if run.observed:
                             if direct:
                                 backlog.append(MessageUpdate(event=event))  # type: ignore[union-attr]
@@ -257,7 +243,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
                     if aclose is not None:
                         await aclose()
             except Exception as exc:
-                text = _redact(f"{type(exc).__name__}: {exc}", options.api_key)
+                text = redact(f"{type(exc).__name__}: {exc}", options.api_key)
                 if options.api_key:
                     log.debug("stream function raised %s", text)  # its traceback may hold the key
                 else:
@@ -296,6 +282,7 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
             assert info is not None
             info.message = message
             info.retry_delay = delay
+            info.response_model = acc.model_id if acc.reported_model else None
             hook.exit(None)
         if delay is None:
             return message

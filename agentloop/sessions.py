@@ -7,7 +7,7 @@ id))`` stores every message the agent commits as the run goes; ``Agent.from_sess
 """
 
 from ._abc import SessionStore as SessionStore
-from ._errors import SessionNotFound as SessionNotFound
+from ._errors import SessionNotFound as SessionNotFound, SessionStoreError as SessionStoreError
 from ._jsonl_store import JsonlSessionStore as JsonlSessionStore
 from ._public import publish
 from ._session_recorder import SessionRecorder as SessionRecorder
@@ -21,6 +21,7 @@ __all__ = [
     "SessionNotFound",
     "SessionRecorder",
     "SessionStore",
+    "SessionStoreError",
     "SqliteSessionStore",
     "load_session",
     "repair_history",

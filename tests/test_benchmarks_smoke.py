@@ -114,6 +114,13 @@ def test_the_parked_runs_count_runs_on_both_backends() -> None:
             assert impls["asyncio_floor"]["tracked_per_run"] < impls["floor"]["tracked_per_run"]
 
 
+def test_the_injection_guard_measurement_runs_and_counts_every_text() -> None:
+    out = run_benchmark("injection_guard", "--misses", timeout=120)
+    assert out.startswith("injection_heldout.jsonl: 109 texts\n")
+    assert re.search(r"^all +precision \d\.\d\d \(\d+/\d+\)  recall \d\.\d\d \(\d+/51\)", out, re.M)
+    assert "false-positive rate" in out
+
+
 def test_the_readme_commands_name_options_their_scripts_take() -> None:
     # Each command of benchmarks/README.md's "Reproducing" table (and the options its row adds
     # in parentheses) against the script's own ``--help``: an option it does not have, or a

@@ -24,6 +24,7 @@ import anyio
 
 import agentloop
 from agentloop import SessionNotFound, StopReason
+from agentloop.secrets import redact, redact_bytes
 from agentloop_policies import ALWAYS_ALLOW
 
 from ._config import ConfigError
@@ -97,7 +98,7 @@ class _Writer:
         try:
             for where, text in pieces:
                 stream = self.stdout if where == "out" else self.stderr
-                stream.write(text)
+                stream.write(redact(text))  # no key the process knows reaches the terminal
             if pieces:
                 self.stdout.flush()
                 self.stderr.flush()
@@ -106,7 +107,7 @@ class _Writer:
 
     def json(self, event: agentloop.AgentEvent) -> None:
         try:
-            self.stdout.buffer.write(agentloop.encode(event) + b"\n")
+            self.stdout.buffer.write(redact_bytes(agentloop.encode(event)) + b"\n")
             self.stdout.buffer.flush()
         except BrokenPipeError:
             self.closed = True

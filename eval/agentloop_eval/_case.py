@@ -29,6 +29,18 @@ import msgspec
 from agentloop import StreamOptions
 
 from ._errors import SuiteError
+from ._limits import (
+    MAX_CONCURRENCY,
+    MAX_NESTING,
+    MAX_REPEATS,
+    MAX_STEPS,
+    MAX_SUITE_FILE,
+    check_count,
+    check_finite,
+    line_of_offset,
+    nesting_error,
+    read_regular,
+)
 from ._matchers import ExpectedCall, MatchMode
 
 if TYPE_CHECKING:
@@ -92,6 +104,12 @@ class BudgetSpec(_Spec, frozen=True):
     max_turns: int | None = None
     max_seconds: float | None = None
 
+    def __post_init__(self) -> None:
+        check_finite("max_cost", self.max_cost)
+        check_count("max_tokens", self.max_tokens, low=0, high=2**62)
+        check_count("max_turns", self.max_turns, low=0, high=MAX_STEPS)
+        check_finite("max_seconds", self.max_seconds)
+
 
 class EfficiencySpec(_Spec, frozen=True):
     """Efficiency limits: repeated calls, and calls made per call of the best path."""
@@ -100,6 +118,11 @@ class EfficiencySpec(_Spec, frozen=True):
     optimal_steps: int | None = None
     max_step_ratio: float = 1.0
     tree: bool = False
+
+    def __post_init__(self) -> None:
+        check_finite("max_duplicate_ratio", self.max_duplicate_ratio)
+        check_count("optimal_steps", self.optimal_steps, low=0, high=MAX_STEPS)
+        check_finite("max_step_ratio", self.max_step_ratio)
 
 
 class EvalCase(_Spec, frozen=True):
@@ -146,10 +169,8 @@ class EvalCase(_Spec, frozen=True):
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"case name {self.name!r}: use letters, digits, '_', '.', '-'")
-        if self.repeats is not None and self.repeats < 1:
-            raise ValueError("repeats must be 1 or more")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError("timeout must be more than 0")
+        check_count("repeats", self.repeats, low=1, high=MAX_REPEATS)
+        check_finite("timeout", self.timeout, strict=True)
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise ValueError("threshold must be between 0 and 1")
 
@@ -205,10 +226,9 @@ class SuiteConfig(_Spec, frozen=True):
     max_error_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1 or self.repeats < 1:
-            raise ValueError("concurrency and repeats must be 1 or more")
-        if self.timeout <= 0:
-            raise ValueError("timeout must be more than 0")
+        check_count("concurrency", self.concurrency, low=1, high=MAX_CONCURRENCY)
+        check_count("repeats", self.repeats, low=1, high=MAX_REPEATS)
+        check_finite("timeout", self.timeout, strict=True)
         if not 0.0 <= self.max_error_rate <= 1.0:
             raise ValueError("max_error_rate must be between 0 and 1")
 
@@ -216,30 +236,117 @@ class SuiteConfig(_Spec, frozen=True):
 def decode_file(path: Path, type: type[T]) -> T:  # noqa: A002
     """Read ``path`` (``.yaml``/``.yml``, ``.toml`` or ``.json``) as a ``type``.
 
+    The file is read as hostile (see ``_limits``): a regular file of at most
+    ``MAX_SUITE_FILE`` bytes, nested at most ``MAX_NESTING`` deep, and in YAML without anchors
+    or aliases (an alias can expand a few hundred bytes into gigabytes). Errors name the line
+    where the format lets us find it.
+
     Raises:
         SuiteError: the file cannot be read, its format is unknown, or its content does not fit.
     """
     suffix = path.suffix.lower()
+    if suffix not in CASE_SUFFIXES:
+        raise SuiteError(f"{path}: unknown file type (use .yaml, .yml, .toml or .json)")
+    data = read_regular(path, limit=MAX_SUITE_FILE, error=SuiteError, what="suite file")
+    if suffix in (".yaml", ".yml"):
+        if importlib.util.find_spec("yaml") is None:  # msgspec.yaml needs PyYAML
+            raise SuiteError(
+                f"{path}: reading YAML needs PyYAML: pip install 'anyio-agentloop[eval]'"
+            )
+        _check_yaml(data, path)
+    else:
+        line = nesting_error(data)
+        if line is not None:
+            raise SuiteError(f"{path}, line {line}: nested deeper than {MAX_NESTING} levels")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SuiteError(f"cannot read {path}: {exc}") from exc
-    try:
-        if suffix in (".yaml", ".yml"):
-            if importlib.util.find_spec("yaml") is None:  # msgspec.yaml needs PyYAML
-                raise SuiteError(
-                    f"{path}: reading YAML needs PyYAML: pip install 'anyio-agentloop[eval]'"
-                )
-            return msgspec.yaml.decode(data, type=type)
         if suffix == ".toml":
             return msgspec.toml.decode(data, type=type)
         if suffix == ".json":
             return msgspec.json.decode(data, type=type)
+        return msgspec.yaml.decode(data, type=type)
     except msgspec.ValidationError as exc:
-        raise SuiteError(f"{path}: {exc}") from None
+        message, _, where = str(exc).partition(" - at `")
+        where = where.rstrip("`") or "$"  # msgspec names no path for the top level
+        line = _yaml_line(data, where, message) if suffix in (".yaml", ".yml") else None
+        at = f", line {line}" if line is not None else ""
+        field = f" (at {where})" if where != "$" else ""
+        raise SuiteError(f"{path}{at}: {message}{field}") from None
     except msgspec.DecodeError as exc:
-        raise SuiteError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from None
-    raise SuiteError(f"{path}: unknown file type (use .yaml, .yml, .toml or .json)")
+        text = str(exc)
+        byte = _BYTE.search(text)
+        at = f", line {line_of_offset(data, int(byte.group(1)))}" if byte else ""
+        raise SuiteError(f"{path}{at}: not valid {suffix[1:].upper()}: {text}") from None
+    except RecursionError:  # a nesting our scan did not see: still one line, never a traceback
+        raise SuiteError(f"{path}: nested deeper than {MAX_NESTING} levels") from None
+
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_yaml(data: bytes, path: Path) -> None:
+    """Refuse anchors, aliases and nesting past ``MAX_NESTING``, from the parser's events (a
+    stream: nothing is built, so nothing can expand).
+
+    Raises:
+        SuiteError: the first one found, with its line; or the YAML is malformed.
+    """
+    import yaml
+
+    depth = 0
+    try:
+        for event in yaml.parse(data, Loader=_yaml_loader()):
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise SuiteError(
+                    f"{path}, line {line}: YAML anchors and aliases are not allowed in suites "
+                    "(an alias can expand without bound)"
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise SuiteError(
+                        f"{path}, line {line}: nested deeper than {MAX_NESTING} levels"
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
+def _yaml_line(data: bytes, where: str, message: str) -> int | None:
+    """The line of the YAML node at msgspec's path ``where`` (``$[0].repeats``); for a message
+    about one field of a mapping (``repeats must be ...``), that field's line."""
+    import yaml
+
+    node = yaml.compose(data, Loader=_yaml_loader())  # checked: bounded depth, no aliases
+    if node is None or not where.startswith("$"):
+        return None
+    for match in _STEP.finditer(where):
+        key, index = match.groups()
+        if key is not None and isinstance(node, yaml.MappingNode):
+            found = [v for k, v in node.value if k.value == key]
+            if not found:
+                break
+            node = found[0]
+        elif index is not None and isinstance(node, yaml.SequenceNode):
+            if int(index) >= len(node.value):
+                break
+            node = node.value[int(index)]
+        else:
+            break
+    if isinstance(node, yaml.MappingNode):
+        named = message.split(" ", 1)[0]
+        for key_node, _ in node.value:
+            if key_node.value == named:
+                return int(key_node.start_mark.line) + 1
+    return int(node.start_mark.line) + 1
 
 
 CASE_SUFFIXES = (".yaml", ".yml", ".toml", ".json")

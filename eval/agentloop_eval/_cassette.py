@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agentloop import AgentToolResult, ModelSpec
+from agentloop.secrets import redact_bytes
 from agentloop.stream import AssistantMessageEvent, Done, ErrorEvent
 
 from ._errors import CassetteError
+from ._limits import MAX_CASSETTE_BYTES, MAX_CASSETTE_LINE, MAX_REPEATS, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -128,30 +130,57 @@ class Cassette:
         return 1 + max(calls, max((e.repeat for e in self.tools), default=-1))
 
     def dumps(self) -> bytes:
-        """The cassette as JSON Lines, calls in repeat order."""
+        """The cassette as JSON Lines, calls in repeat order.
+
+        Raises:
+            CassetteError: a line would be longer than ``MAX_CASSETTE_LINE`` (a cassette that
+                replay would refuse is not written).
+        """
         calls = sorted(self.calls, key=_repeat)  # a stable sort: calls in order within
         tools = sorted(self.tools, key=_repeat)
         lines: list[_Entry] = [Header(case=self.case)]
         lines += [ModelEntry(name=n, spec=s) for n, s in sorted(self.models.items())]
         lines += calls
         lines += tools
-        return b"".join(_encoder.encode(line) + b"\n" for line in lines)
+        # A cassette is committed to a repository: no secret the process knows goes in it.
+        encoded = [redact_bytes(_encoder.encode(line)) for line in lines]
+        for number, line in enumerate(encoded, 1):
+            if len(line) > MAX_CASSETTE_LINE:
+                raise CassetteError(
+                    f"cassette of {self.case!r}, line {number}: {len(line)} bytes, more than "
+                    f"the limit of {MAX_CASSETTE_LINE} bytes per line"
+                )
+        return b"".join(line + b"\n" for line in encoded)
 
     @classmethod
     def loads(cls, data: bytes, *, source: str = "cassette") -> Cassette:
         """Read a cassette from its JSON Lines.
 
         Raises:
-            CassetteError: a line is not a cassette entry, or the header is missing.
+            CassetteError: a line is not a cassette entry, is longer than
+                ``MAX_CASSETTE_LINE``, nests deeper than the decoder can go, or names a repeat
+                out of range; or the header is missing.
         """
         cassette: Cassette | None = None
         for number, line in enumerate(data.splitlines(), 1):
             if not line.strip():
                 continue
+            where = f"{source}, line {number}"
+            if len(line) > MAX_CASSETTE_LINE:
+                raise CassetteError(
+                    f"{where}: {len(line)} bytes, more than the limit of "
+                    f"{MAX_CASSETTE_LINE} bytes per line"
+                )
             try:
                 entry = _line_decoder.decode(line)
             except msgspec.DecodeError as exc:
-                raise CassetteError(f"{source}, line {number}: {exc}") from None
+                raise CassetteError(f"{where}: {exc}") from None
+            except RecursionError:
+                raise CassetteError(f"{where}: nested deeper than the decoder's limit") from None
+            if isinstance(entry, CallEntry | ToolEntry) and not 0 <= entry.repeat < MAX_REPEATS:
+                raise CassetteError(
+                    f"{where}: repeat {entry.repeat} is not between 0 and {MAX_REPEATS - 1}"
+                )
             if isinstance(entry, Header):
                 if entry.format != FORMAT:
                     raise CassetteError(f"{source}: format {entry.format}, not {FORMAT}")
@@ -173,12 +202,10 @@ class Cassette:
         """Read the cassette at ``path``.
 
         Raises:
-            CassetteError: it cannot be read or is malformed.
+            CassetteError: it cannot be read, is not a regular file, is larger than
+                ``MAX_CASSETTE_BYTES``, or is malformed.
         """
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CassetteError(f"cannot read cassette {path}: {exc}") from exc
+        data = read_regular(path, limit=MAX_CASSETTE_BYTES, error=CassetteError, what="cassette")
         return cls.loads(data, source=str(path))
 
     def save(self, path: Path) -> None:

@@ -24,13 +24,14 @@ from agentloop import UnknownModel
 
 from ._errors import EvalError
 from ._gate import gate, thresholds_of
+from ._limits import MAX_CONCURRENCY, MAX_REPEATS
 from ._render import render_junit, render_markdown, render_table
 from ._report import encode_report, load_report, save_report
 from ._runner import run_suite
 from ._suite import load_suite
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from ._case import Thresholds
     from ._gate import GateResult
@@ -47,6 +48,19 @@ def _rate(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
     return value
+
+
+def _count(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not 1 <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is not between 1 and {high}")
+        return value
+
+    return parse
 
 
 def _named_rate(text: str) -> tuple[str, float]:
@@ -85,8 +99,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         default="off",
         help="off (default): call the models; record; replay (offline); once",
     )
-    run.add_argument("-j", "--concurrency", type=int, help="runs at once")
-    run.add_argument("--repeat", type=int, help="runs per case, for every case")
+    run.add_argument("-j", "--concurrency", type=_count(MAX_CONCURRENCY), help="runs at once")
+    run.add_argument("--repeat", type=_count(MAX_REPEATS), help="runs per case, for every case")
     run.add_argument("-k", "--case", action="append", default=[], help="only this case")
     run.add_argument("-t", "--tag", action="append", default=[], help="only cases with this tag")
     run.add_argument("--json", type=Path, help="write the report as JSON here")
@@ -102,7 +116,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     report.add_argument("report", type=Path)
     report.add_argument("--format", choices=["table", "markdown", "junit", "json"], default="table")
     report.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
-    report.add_argument("--pass-k", type=int, default=3, metavar="K", help="pass@K column")
+    report.add_argument(
+        "--pass-k", type=_count(MAX_REPEATS), default=3, metavar="K", help="pass@K column"
+    )
 
     gate_parser = commands.add_parser("gate", help="exit 1 unless a report passes")
     gate_parser.add_argument("report", type=Path)
@@ -217,5 +233,6 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m agentloop_
             return _report(args)
         return _gate_command(args)
     except (EvalError, UnknownModel, ValueError, OSError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        # One line, whatever the message holds (a YAML error spans several).
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,12 +10,15 @@ and counted on their own (the gate has a limit for them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
+from agentloop.secrets import redact, redact_bytes
+
 from ._case import Thresholds
 from ._errors import ReportError
+from ._limits import MAX_REPORT_BYTES, MAX_REPORT_TEXT, read_regular
 from ._matchers import Check
 from ._stats import pass_at_k
 from ._trajectory import Trajectory
@@ -23,7 +26,16 @@ from ._trajectory import Trajectory
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["CaseResult", "Report", "RunResult", "Status", "load_report", "save_report"]
+__all__ = [
+    "CaseResult",
+    "Report",
+    "RunResult",
+    "Status",
+    "bounded",
+    "clip_text",
+    "load_report",
+    "save_report",
+]
 
 Status: TypeAlias = Literal["passed", "failed", "error"]
 
@@ -144,11 +156,77 @@ class Report(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 _decoder = msgspec.json.Decoder(Report)
+_sizer = msgspec.json.Encoder()
+
+
+def clip_text(text: str, limit: int = MAX_REPORT_TEXT) -> str:
+    """``text``, or its first ``limit`` characters and a note of how many were left out;
+    either way with every secret the process knows redacted (``agentloop.secrets``)."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... [{len(text) - limit} more characters not kept in the report]"
+    return redact(text)
+
+
+def _clip_value(value: Any) -> Any:
+    """A value (tool arguments, a typed output) as a report keeps it: itself (redacted), or a
+    note when its JSON is longer than ``MAX_REPORT_TEXT``."""
+    if isinstance(value, str):
+        return clip_text(value)
+    try:
+        data = _sizer.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return "[a value the report cannot encode]"
+    if len(data) > MAX_REPORT_TEXT:
+        return f"[{len(data)} bytes of JSON, more than the {MAX_REPORT_TEXT} a report keeps]"
+    clean = redact_bytes(data)
+    return value if clean is data else msgspec.json.decode(clean)
+
+
+def _clip_trajectory(t: Trajectory) -> Trajectory:
+    replace = msgspec.structs.replace
+    steps = [
+        replace(
+            s,
+            arguments=_clip_value(s.arguments),
+            result=clip_text(s.result),
+            sub_agent=None if s.sub_agent is None else _clip_trajectory(s.sub_agent),
+        )
+        for s in t.tool_calls
+    ]
+    turns = [
+        replace(
+            turn,
+            text=clip_text(turn.text),
+            thinking=clip_text(turn.thinking),
+            error=None if turn.error is None else clip_text(turn.error),
+        )
+        for turn in t.turns
+    ]
+    return replace(
+        t,
+        prompt=clip_text(t.prompt),
+        text=clip_text(t.text),
+        output=_clip_value(t.output),
+        error=None if t.error is None else clip_text(t.error),
+        turns=turns,
+        tool_calls=steps,
+    )
+
+
+def bounded(run: RunResult) -> RunResult:
+    """``run`` as a report keeps it: every text at most ``MAX_REPORT_TEXT`` characters, so an
+    answer of a hundred megabytes costs the report kilobytes (the checks saw all of it)."""
+    return msgspec.structs.replace(
+        run,
+        error=None if run.error is None else clip_text(run.error),
+        checks=[msgspec.structs.replace(c, detail=clip_text(c.detail)) for c in run.checks],
+        trajectory=None if run.trajectory is None else _clip_trajectory(run.trajectory),
+    )
 
 
 def encode_report(report: Report) -> bytes:
-    """The report as indented JSON."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    """The report as indented JSON, every secret the process knows redacted."""
+    return redact_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
 
 
 def decode_report(data: bytes, *, source: str = "report") -> Report:
@@ -161,6 +239,10 @@ def decode_report(data: bytes, *, source: str = "report") -> Report:
         return _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise ReportError(f"{source}: not a report: {exc}") from None
+    except RecursionError:
+        raise ReportError(
+            f"{source}: not a report: nested deeper than the decoder's limit"
+        ) from None
 
 
 def save_report(report: Report, path: Path) -> None:
@@ -180,10 +262,8 @@ def load_report(path: Path) -> Report:
     """Read the JSON report at ``path``.
 
     Raises:
-        ReportError: it cannot be read or is not a report.
+        ReportError: it cannot be read, is not a regular file of at most ``MAX_REPORT_BYTES``,
+            or is not a report.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from exc
+    data = read_regular(path, limit=MAX_REPORT_BYTES, error=ReportError, what="report")
     return decode_report(data, source=str(path))

@@ -31,9 +31,11 @@ from agentloop.multi import PipelineTool, SubAgentTool
 
 from ._budget import BudgetGuard
 from ._cassette import Cassette, RecordingStream, RecordingTool, ReplayStream, ReplayTool
+from ._errors import CassetteError, SuiteError
 from ._judge import LlmJudge
+from ._limits import MAX_CONCURRENCY, MAX_REPEATS, MAX_RUNS, check_count
 from ._matchers import Check
-from ._report import CaseResult, Report, RunResult, Status
+from ._report import CaseResult, Report, RunResult, Status, bounded
 from ._suite import Setup, Suite, build_matchers
 from ._trajectory import TrajectoryCollector
 
@@ -154,9 +156,11 @@ class _SuiteRun:
         elif mode == "replay":
             try:
                 cassette = await anyio.to_thread.run_sync(Cassette.load, path)
-            except AgentError as exc:
+            except CassetteError as exc:
+                if await anyio.Path(path).exists():
+                    raise  # there but unreadable, hostile or malformed: the suite is wrong
                 problem = f"{exc} (record it with cassettes 'record' or 'once')"
-        n = self.repeats or self.suite.repeats(case)
+        n = self.repeats or self.suite.repeats(case)  # capped: MAX_REPEATS
         runs: list[RunResult | None] = [None] * n
         async with anyio.create_task_group() as tg:
             for repeat in range(n):
@@ -189,6 +193,7 @@ class _SuiteRun:
                     result = await self._judged(case, repeat, models)
                 finally:
                     await models.aclose()
+        result = bounded(result)  # the report keeps at most MAX_REPORT_TEXT of every text
         runs[repeat] = result
         if self.on_run is not None:
             self.on_run(result)
@@ -307,12 +312,20 @@ async def run_suite(
         on_run: called with each run's result as it finishes.
 
     Raises:
-        SuiteError: the suite is inconsistent (see ``Suite.validate``).
-        CassetteError: a recorded cassette cannot be written.
+        SuiteError: the suite is inconsistent (see ``Suite.validate``), or asks for more than
+            ``MAX_RUNS`` runs.
+        ValueError: ``concurrency`` or ``repeats`` is out of range (``MAX_CONCURRENCY``,
+            ``MAX_REPEATS``).
+        CassetteError: a recorded cassette cannot be written; a cassette to replay is there
+            but cannot be read, is not a regular file, is larger than a limit or malformed (a
+            missing one makes its case's runs errors).
     """
     suite.validate()
-    if concurrency is not None and concurrency < 1:
-        raise ValueError("concurrency must be 1 or more")
+    check_count("concurrency", concurrency, low=1, high=MAX_CONCURRENCY)
+    check_count("repeats", repeats, low=1, high=MAX_REPEATS)
+    total = sum(repeats or suite.repeats(case) for case in suite.cases)
+    if total > MAX_RUNS:
+        raise SuiteError(f"the suite asks for {total} runs, more than the limit of {MAX_RUNS}")
     run = _SuiteRun(
         suite,
         mode=cassettes,

@@ -26,6 +26,7 @@ from agentloop import (
     UserMessage,
     extract_text,
 )
+from agentloop.secrets import redact
 
 from ._names import finish_reason
 
@@ -47,8 +48,9 @@ _encode = msgspec.json.Encoder(enc_hook=repr).encode
 
 
 def json_text(value: Any) -> str:
-    """``value`` as JSON text (what the encoder cannot represent, as its ``repr``)."""
-    return _encode(value).decode()
+    """``value`` as JSON text (what the encoder cannot represent, as its ``repr``), every
+    secret the process knows redacted (``agentloop.secrets``): a span is a surface too."""
+    return redact(_encode(value).decode())
 
 
 def _parts(blocks: Iterable[ContentBlock]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from opentelemetry import context as otel_context, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from agentloop import StopReason
+from agentloop.secrets import redact
 
 from . import _content as content
 from ._names import (
@@ -66,6 +67,12 @@ if TYPE_CHECKING:
 __all__ = ["Telemetry", "ChatScope", "RunScope", "ToolScope"]
 
 Attributes = dict[str, "AttributeValue"]
+
+
+def _error_status(description: str | None) -> Status:
+    """An error status whose description holds no secret the process knows (a failure's text
+    may quote a server that echoed one)."""
+    return Status(StatusCode.ERROR, None if description is None else redact(description))
 
 
 class Telemetry:
@@ -166,7 +173,7 @@ class RunScope:
                 span.add_event(ABORT_EVENT)
             if error_type is not None:
                 attributes[ERROR_TYPE] = error_type
-                span.set_status(Status(StatusCode.ERROR, result.error if result else None))
+                span.set_status(_error_status(result.error if result else None))
             span.set_attributes(attributes)
             span.end()
         if self.measured:
@@ -245,7 +252,12 @@ class ChatScope:
         if error_type is None and exc is not None:
             if not isinstance(exc, anyio.get_cancelled_exc_class()):
                 error_type = _exception_type(exc)
-        response_model = (message.model_id if message else "") or call.model.model_id
+        # Only what the response carried: a model the provider named, or the model of an
+        # answer (the request's when the provider names none). A refused attempt (a 429)
+        # named none.
+        response_model = call.response_model
+        if response_model is None and message is not None and not failed:
+            response_model = message.model_id or call.model.model_id
         if self.span is not None:
             self._end_span(message, error_type, response_model, exc)
         if run.measured:
@@ -255,13 +267,15 @@ class ChatScope:
         self,
         message: AssistantMessage | None,
         error_type: str | None,
-        response_model: str,
+        response_model: str | None,
         exc: BaseException | None,
     ) -> None:
         span = self.span
         assert span is not None
         call = self.call
-        attributes: Attributes = {RESPONSE_MODEL: response_model}
+        attributes: Attributes = {}
+        if response_model is not None:
+            attributes[RESPONSE_MODEL] = response_model
         if call.first_chunk is not None:
             attributes[TIME_TO_FIRST_CHUNK] = max(call.first_chunk - self.start, 0.0)
         if message is not None:
@@ -282,7 +296,7 @@ class ChatScope:
         if error_type is not None:
             attributes[ERROR_TYPE] = error_type
             description = message.error_message if message is not None else None
-            span.set_status(Status(StatusCode.ERROR, description))
+            span.set_status(_error_status(description))
         span.set_attributes(attributes)
         span.end()
 
@@ -290,12 +304,13 @@ class ChatScope:
         self,
         message: AssistantMessage | None,
         error_type: str | None,
-        response_model: str,
+        response_model: str | None,
         elapsed: float,
     ) -> None:
         instruments = self.run.telemetry.instruments
         attributes: Attributes = {OPERATION_NAME: "chat", **self.run.base}
-        attributes[RESPONSE_MODEL] = response_model
+        if response_model is not None:
+            attributes[RESPONSE_MODEL] = response_model
         if message is not None:
             usage = message.usage
             if usage.input or usage.output or usage.cache_read or usage.cache_write:
@@ -368,7 +383,7 @@ class ToolScope:
                 span.add_event(ABORT_EVENT)
             if error_type is not None:
                 span.set_attribute(ERROR_TYPE, error_type)
-                span.set_status(Status(StatusCode.ERROR, description))
+                span.set_status(_error_status(description))
             span.end()
         if self.run.measured and not cancelled:
             attributes: Attributes = {OPERATION_NAME: "execute_tool", TOOL_NAME: call.call.name}

@@ -344,14 +344,14 @@ class AgentActivities:
         publisher = _Publisher(self._sink, key, "tool", request.publish)
         tool = self._all_tools().get(call.name)
         if tool is None:
-            result = AgentToolResult.error(f"the workers have no tool named {call.name!r}")
+            reply = ToolReply(
+                result=AgentToolResult.error(f"the workers have no tool named {call.name!r}")
+            )
         else:
-            result = await _heartbeating(lambda: self._run_call(tool, call, publisher))
-        return to_payload(ToolReply(result=result))  # type: ignore[no-any-return]
+            reply = await _heartbeating(lambda: self._run_call(tool, call, publisher))
+        return to_payload(reply)  # type: ignore[no-any-return]
 
-    async def _run_call(
-        self, tool: AgentTool, call: ToolCall, publisher: _Publisher
-    ) -> AgentToolResult:
+    async def _run_call(self, tool: AgentTool, call: ToolCall, publisher: _Publisher) -> ToolReply:
         results: list[AgentToolResult] = []
         send, receive = anyio.create_memory_object_stream[ToolExecutionUpdate](math.inf)
 
@@ -384,12 +384,15 @@ class AgentActivities:
                 tg.start_soon(relay)
                 with send:
                     prompt = UserMessage.from_text("")
-                    await run_loop([prompt], AgentContext(), config, on_event=on_event)
+                    # The one-call run's usage is what its sub-agents spent (the call itself
+                    # asks no model): it goes back to the workflow's run.
+                    ran = await run_loop([prompt], AgentContext(), config, on_event=on_event)
         except BaseExceptionGroup as group:
             raise _single(group) from None
         if not results:
-            return AgentToolResult.error(f"tool call {call.name!r} produced no result")
-        return results[0]
+            result = AgentToolResult.error(f"tool call {call.name!r} produced no result")
+            return ToolReply(result=result, usage=ran.usage, cost=ran.cost)
+        return ToolReply(result=results[0], usage=ran.usage, cost=ran.cost)
 
     @activity.defn(name=PUBLISH_ACTIVITY)
     async def publish(self, payload: dict[str, Any]) -> None:

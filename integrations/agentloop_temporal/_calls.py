@@ -13,9 +13,16 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as Timeout
 
-from agentloop import AgentMessage, AgentToolResult, ErrorKind, ToolCall
+from agentloop import (
+    AgentMessage,
+    AgentToolResult,
+    ErrorKind,
+    ToolCall,
+    Usage,
+    current_tool_context,
+)
 
-from ._data import CallOptions, ToolSpec, from_payload
+from ._data import CallOptions, ToolReply, ToolSpec, from_payload
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -68,7 +75,7 @@ class RemoteTool:
     """
 
     def __init__(
-        self, spec: ToolSpec, call_tool: Callable[[ToolCall], Awaitable[AgentToolResult]]
+        self, spec: ToolSpec, call_tool: Callable[[ToolCall], Awaitable[ToolReply]]
     ) -> None:
         self._call_tool = call_tool
         self.name = spec.name
@@ -83,7 +90,12 @@ class RemoteTool:
 
     async def execute(self, call_id: str, arguments: Any, on_update: Any) -> AgentToolResult:
         call = ToolCall(id=call_id, name=self.name, arguments=arguments)
-        return await self._call_tool(call)
+        reply = await self._call_tool(call)
+        context = current_tool_context()
+        if context is not None and context.link is not None and reply.usage != Usage():
+            # What the call's sub-agents spent counts in the run, as in process.
+            context.link.account(reply.usage, reply.cost)
+        return reply.result
 
 
 async def await_activity(handle: Any) -> Any:

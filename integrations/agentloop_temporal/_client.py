@@ -181,9 +181,16 @@ class TemporalAgent:
         tools: names of the workers' tools to offer (``None``: the checkpoint's, or all).
         events: where to read runs' events (``EventHub`` when the workers run in-process).
         stream_options: provider options (an API key here is dropped: workers resolve keys).
-        approval, approval_timeout, steering_mode, follow_up_mode, tool_execution,
-            max_concurrent_tools, model_calls, tool_calls, publish, agent_name: see
-            ``RunInput``.
+        approval: as ``RunInput.approval``.
+        approval_timeout: as ``RunInput.approval_timeout``.
+        steering_mode: as ``RunInput.steering_mode``.
+        follow_up_mode: as ``RunInput.follow_up_mode``.
+        tool_execution: as ``RunInput.tool_execution``.
+        max_concurrent_tools: as ``RunInput.max_concurrent_tools``.
+        model_calls: as ``RunInput.model_calls``.
+        tool_calls: as ``RunInput.tool_calls``.
+        publish: as ``RunInput.publish``.
+        agent_name: as ``RunInput.agent_name``.
         id_prefix: what the workflow id starts with.
         task_timeout: seconds a workflow task may take before Temporal retries it elsewhere.
         workflow: the workflow type runs start: ``agentloop.run`` (``AgentWorkflow``), or the

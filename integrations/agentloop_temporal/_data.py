@@ -221,9 +221,14 @@ class ToolCallInput(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
 
 
 class ToolReply(msgspec.Struct, frozen=True, kw_only=True):
-    """What the tool activity returns: the call's result (an error result when the tool failed)."""
+    """What the tool activity returns: the call's result (an error result when the tool
+    failed), and what the call spent on models (its sub-agents' calls), so a durable run's
+    usage and cost count them as an in-process run's do. Histories from before these fields
+    decode with nothing spent."""
 
     result: AgentToolResult
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost: Cost = msgspec.field(default_factory=Cost)
 
 
 class PublishInput(msgspec.Struct, frozen=True, kw_only=True):

@@ -161,6 +161,9 @@ class AgentWorkflow:
                 # Temporal retries failed model calls (the activity's retry policy).
                 retry_strategy=NoRetry(),
                 get_steering_messages=self._take_steering,
+                # A signal cannot reach into the running batch: steering is taken when a call
+                # ends (its activity's completion), then the others are cancelled.
+                steering_interrupt="after_call",
                 get_follow_up_messages=self._take_follow_up,
                 approval=self._approve if run.approval != "none" else None,
                 tool_execution=run.tool_execution,
@@ -338,7 +341,7 @@ class AgentWorkflow:
         for event in from_payload(reply, ModelReply).events:
             yield event
 
-    async def _call_tool(self, call: ToolCall) -> AgentToolResult:
+    async def _call_tool(self, call: ToolCall) -> ToolReply:
         run = self._input
         assert run is not None
         key = self._next_key("tool")
@@ -348,8 +351,12 @@ class AgentWorkflow:
             reply = await await_activity(self._start(TOOL_ACTIVITY, argument, run.tool_calls, key))
         except ActivityError as exc:
             _, text = failure(exc)
-            return AgentToolResult.error(f"tool call {call.name!r} failed on the workers: {text}")
-        return from_payload(reply, ToolReply).result
+            error = AgentToolResult.error(f"tool call {call.name!r} failed on the workers: {text}")
+            return ToolReply(result=error)
+        decoded = from_payload(reply, ToolReply)
+        self._usage = self._usage + decoded.usage  # the checkpoint counts sub-agents too
+        self._cost = self._cost + decoded.cost
+        return decoded
 
     # ---------------------------------------------------------------- queues (signals)
 

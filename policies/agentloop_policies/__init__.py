@@ -30,6 +30,7 @@ from ._approval import (
 from ._audit import AuditLogger as AuditLogger, WatchedPolicy as WatchedPolicy
 from ._injection import (
     INJECTION_RULES as INJECTION_RULES,
+    InjectionClassifier as InjectionClassifier,
     PromptInjectionGuard as PromptInjectionGuard,
 )
 from ._limits import Budget as Budget, MaxTurns as MaxTurns, tokens_of as tokens_of
@@ -68,6 +69,7 @@ __all__ = [
     "AskFn",
     "AuditLogger",
     "Budget",
+    "InjectionClassifier",
     "LoopDetection",
     "MaxTurns",
     "PiiRedactor",

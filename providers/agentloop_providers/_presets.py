@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agentloop import AgentError, ModelSpec, Pricing, ThinkingLevel
+from agentloop.secrets import register_secret_variable
 
 if TYPE_CHECKING:
     from ._http import HttpProvider
@@ -97,6 +98,9 @@ def presets() -> dict[str, ProviderPreset]:
     """Every preset in the catalog, by provider name (loaded once)."""
     raw = resources.files(__package__).joinpath("presets.json").read_bytes()
     catalog = msgspec.json.decode(raw, type=_Catalog)
+    for preset in catalog.providers.values():
+        if preset.api_key_env:  # its value is kept out of every surface (agentloop.secrets)
+            register_secret_variable(preset.api_key_env)
     return {
         name: msgspec.structs.replace(preset, name=name)
         for name, preset in catalog.providers.items()

@@ -7,12 +7,15 @@ Three rules, applied by ``HttpProvider``:
    with ``InvalidApiKey``, whose message names where the key came from, never the key. A key
    with a newline would otherwise reach the HTTP library, whose "illegal header value" error
    quotes it.
-2. **Redaction sees every representation.** ``redact`` replaces the key as it is, escaped the
-   way ``repr``/``!r`` and JSON escape it, and percent-encoded; and a key cut short by an
-   excerpt (``excerpt`` marks every cut with ``…``) loses the prefix that comes before the
-   mark. Error bodies are redacted as bytes before anything reads them, so no excerpt is ever
-   taken of an unredacted text.
-3. **Logs too.** While a call is in flight its keys are registered, and a filter on the
+2. **Redaction sees every representation and every key.** ``redact`` replaces the key as it
+   is, escaped the way ``repr``/``!r`` and JSON escape it, and percent-encoded; and a key cut
+   short by an excerpt (``excerpt`` marks every cut with ``…``) loses the prefix that comes
+   before the mark. Not only the call's key: every key the process knows (each key checked
+   here is registered; every provider's environment variable) and well-known key shapes, so a
+   server echoing another provider's key leaks nothing (``agentloop.secrets``). Error bodies
+   are redacted as bytes before anything reads them, so no excerpt is ever taken of an
+   unredacted text.
+3. **Logs too.** While a call is in flight its keys are tracked, and a filter on the
    loggers of httpx, httpcore and hpack (whose DEBUG traces print response headers, where a
    server may echo a key) and on ``agentloop_providers`` redacts them from every record, the
    formatted exception included.
@@ -24,9 +27,13 @@ import contextlib
 import functools
 import logging
 from typing import TYPE_CHECKING
-from urllib.parse import quote, quote_plus
 
 from agentloop import AgentError
+from agentloop.secrets import (
+    redact as _core_redact,
+    redact_bytes as _core_redact_bytes,
+    register_secret,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -44,9 +51,7 @@ __all__ = [
 CUT = "…"
 """Marks the place where ``excerpt`` cut a text."""
 
-_MASK = "***"
 _MIN_SECRET = 4  # shorter values would mask ordinary words
-_MIN_PREFIX = 4  # a cut key leaves at most three characters before the mark
 _LOGGERS = (
     "agentloop_providers",
     "httpx",
@@ -82,6 +87,7 @@ def check_api_key(key: str, source: str) -> str:
             else:
                 what = "a control character"
             raise InvalidApiKey(f"the API key from {source} contains {what}; remove it")
+    register_secret(key)  # from now on kept out of every surface, whoever's call echoes it
     return key
 
 
@@ -90,54 +96,16 @@ def excerpt(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + CUT
 
 
-@functools.lru_cache(maxsize=32)
-def _forms(secret: str) -> tuple[str, ...]:
-    """The ways ``secret`` can be written into a message, longest first."""
-    forms = {
-        secret,
-        repr(secret)[1:-1],
-        secret.encode("unicode_escape").decode("ascii"),
-        secret.replace("\\", "\\\\").replace('"', '\\"'),  # JSON
-        secret.replace("/", "\\/"),  # JSON, as some servers escape it
-        quote(secret, safe=""),
-        quote_plus(secret, safe=""),
-    }
-    return tuple(sorted((f for f in forms if len(f) >= _MIN_SECRET), key=len, reverse=True))
-
-
 def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every form of each secret (and every cut prefix of one) replaced."""
-    for secret in secrets:
-        if not secret or len(secret) < _MIN_SECRET:
-            continue
-        for form in _forms(secret):
-            if form in text:
-                text = text.replace(form, _MASK)
-        if CUT in text:
-            text = _cut_prefixes(text, _forms(secret))
-    return text
-
-
-def _cut_prefixes(text: str, forms: tuple[str, ...]) -> str:
-    """``text`` without the start of a secret right before a cut mark."""
-    parts = text.split(CUT)
-    for i, part in enumerate(parts[:-1]):
-        for form in forms:
-            for length in range(min(len(form) - 1, len(part)), _MIN_PREFIX - 1, -1):
-                if part.endswith(form[:length]):
-                    parts[i] = part[:-length] + _MASK
-                    break
-            else:
-                continue
-            break
-    return CUT.join(parts)
+    """``text`` with every form of each of ``secrets`` (and every cut prefix of one), every
+    secret the process knows and every well-known key shape replaced
+    (``agentloop.secrets.redact``)."""
+    return _core_redact(text, *secrets)
 
 
 def redact_bytes(data: bytes, *secrets: str | None) -> bytes:
     """``redact`` for a body not yet decoded (bytes that are not UTF-8 are kept as they are)."""
-    text = data.decode("utf-8", "surrogateescape")
-    clean = redact(text, *secrets)
-    return data if clean == text else clean.encode("utf-8", "surrogateescape")
+    return _core_redact_bytes(data, *secrets)
 
 
 # --------------------------------------------------------------------------- logs
@@ -150,9 +118,7 @@ class _Redacting(logging.Filter):
     """Redacts the keys of the calls in flight from a record's message and exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        secrets = _active
-        if not secrets:
-            return True
+        secrets = _active  # the calls' own keys; redact adds every key the process knows
         message = record.getMessage()
         clean = redact(message, *secrets)
         if clean != message:
@@ -179,11 +145,11 @@ def _install() -> None:
 def tracking(*secrets: str | None) -> Iterator[None]:
     """Redact ``secrets`` from the HTTP stack's log records while the block runs."""
     global _active
+    _install()
     keys = [s for s in secrets if s and len(s) >= _MIN_SECRET]
     if not keys:
         yield
         return
-    _install()
     for key in keys:
         _counts[key] = _counts.get(key, 0) + 1
     _active = tuple(_counts)

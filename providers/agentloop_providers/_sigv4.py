@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from agentloop import AgentError
+from agentloop.secrets import register_secret
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -59,6 +60,11 @@ class AwsCredentials:
     access_key_id: str
     secret_access_key: str = field(repr=False)
     session_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Kept out of every surface from now on, whoever's call echoes them (agentloop.secrets).
+        register_secret(self.secret_access_key)
+        register_secret(self.session_token)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AwsCredentials:

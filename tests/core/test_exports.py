@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 import agentloop
+import agentloop.secrets
 import agentloop.testing
 
 # The curated top level: what a user of ``Agent`` needs. Changing it needs a reason written in
@@ -169,11 +170,13 @@ SUBMODULES = {
         "SessionNotFound",
         "SessionRecorder",
         "SessionStore",
+        "SessionStoreError",
         "SqliteSessionStore",
         "load_session",
         "repair_history",
     ],
     "agentloop.retry": ["ExponentialBackoff", "NoRetry", "RetryStrategy"],
+    "agentloop.secrets": ["redact", "redact_bytes", "register_secret", "register_secret_variable"],
     "agentloop.multi": [
         "AgentHandle",
         "AgentRef",

@@ -61,7 +61,12 @@ PRINTS = {
         '"content":"Say hello."',
         "lookup({'term': 'puppy'}) ok",
     ],
-    "docs/providers.md": ["openai gpt-4o-mini", ANSWER, "tiny says hi"],
+    "docs/providers.md": [
+        "openai gpt-4o-mini",
+        ANSWER,
+        "tiny says hi",
+        "the upstream said: *** is not valid\nAuthorization: Bearer ***\n",
+    ],
     "docs/temporal.md": ["AgentStart\nTurnStart", "ToolExecutionEnd", "AgentEnd\n2 + 3 = 5"],
 }
 

@@ -156,7 +156,7 @@ def test_a_file_may_hold_several_cases_and_settings_fill_in(tmp_path: Path) -> N
         ("name: x\nprompt: p\ncriteria: {contain: [a]}\n", "unknown field `contain`"),
         ("name: x\n", "missing required field `prompt`"),
         ("name: ../x\nprompt: p\n", "case name '../x'"),
-        ("name: x\nprompt: p\nrepeats: 0\n", "repeats must be 1 or more"),
+        ("name: x\nprompt: p\nrepeats: 0\n", "line 3: repeats must be between 1 and 10000, not 0"),
         ("name: x\nprompt: p\nthreshold: 2\n", "threshold must be between 0 and 1"),
         ("name: x\nprompt: p\ntools: [nope]\n", "no tool named 'nope'"),
         ("name: x\nprompt: p\nagent: nope\n", "no agent named 'nope'"),
@@ -179,7 +179,9 @@ def test_mistakes_are_found_when_reading(tmp_path: Path, case: str, message: str
 
 def test_settings_mistakes(tmp_path: Path) -> None:
     write_suite(tmp_path, "a.yaml", "name: a\nprompt: p\n", "concurrency: 0\n")
-    with pytest.raises(SuiteError, match="concurrency and repeats must be 1 or more"):
+    with pytest.raises(
+        SuiteError, match="suite.yaml, line 4: concurrency must be between 1 and 1000, not 0"
+    ):
         load_suite(tmp_path)
     (tmp_path / "suite.yaml").write_text("name: s\nregistry: registry.py\n")
     with pytest.raises(SuiteError, match="case 'a': no model, and the suite names none"):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
@@ -406,3 +408,61 @@ async def test_the_streamed_form_and_leaving_it_early(telemetry: Telemetry) -> N
     assert event_names(agent) == ["agentloop.abort"]
     assert agent.attributes is not None and agent.attributes["agentloop.stop_reason"] == "aborted"
     assert all(s.end_time is not None for s in telemetry.spans)
+
+
+async def test_a_throttled_attempt_carries_only_what_its_response_carried(
+    telemetry: Telemetry,
+) -> None:
+    # A real server on 127.0.0.1: a 429 that names no model, then an answer naming its model.
+    from agentloop_providers import OpenAIChatProvider
+    from tests._http import RequestReader
+
+    chunk = {
+        "model": "gpt-test-2025-01-01",
+        "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}],
+    }
+    sse = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+    refusal = b'{"error": {"message": "slow down there"}}'
+    answers = [
+        b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 0"
+        + f"\r\ncontent-length: {len(refusal)}\r\n\r\n".encode()
+        + refusal,
+        f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len(sse)}"
+        f"\r\n\r\n{sse}".encode(),
+    ]
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            reader = RequestReader(stream)
+            while await reader.next() is not None:
+                await stream.send(answers.pop(0))
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        async with OpenAIChatProvider(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="k-test"
+        ) as p:
+            bot = al.Agent(
+                model=MODEL,
+                stream_fn=p,
+                instrumentation=telemetry.instrumentation(),
+                retry_strategy=al.retry.ExponentialBackoff(
+                    base_delay=0.0, jitter=False, max_attempts=3
+                ),
+            )
+            result = await bot.prompt("go")
+        tg.cancel_scope.cancel()
+    assert result.output == "hi"
+    chats = {
+        a.get("error.type", ""): a
+        for a, _, _ in telemetry.points("gen_ai.client.operation.duration")
+        if a["gen_ai.operation.name"] == "chat"
+    }
+    assert set(chats) == {"throttled", ""}
+    assert "gen_ai.response.model" not in chats["throttled"]
+    assert chats[""]["gen_ai.response.model"] == "gpt-test-2025-01-01"
+    failed, answered = sorted(telemetry.named("chat gpt-test"), key=lambda s: s.start_time or 0)
+    assert "gen_ai.response.model" not in (failed.attributes or {})
+    assert (answered.attributes or {})["gen_ai.response.model"] == "gpt-test-2025-01-01"

@@ -2,7 +2,9 @@
 
 Usage: ``python _crash_worker.py ADDRESS TASK_QUEUE WORKDIR``. It prints ``READY`` once it
 polls, and ``BLOCKED <what>`` when a step it was told to block at (``WORKDIR/block``: ``tool``
-or ``model``) starts for the first time; that step then never finishes in this process. Tool
+or ``model``) starts for the first time; that step then never finishes in this process. With
+``finish``, the third tool call waits for a line on standard input, then finishes (its side
+effect done) and prints ``FINISHED <call id>``. Tool
 calls append their call id to ``WORKDIR/effects`` when they finish (the side effect counted)
 and to ``WORKDIR/starts`` when they start.
 """
@@ -55,6 +57,15 @@ async def effect(n: int) -> str:
     if n == 3 and block_once("tool"):
         say(f"BLOCKED tool {call_id}")
         await anyio.sleep_forever()
+    if n == 3 and block_once("finish"):
+        # Held until the test says so (a line on standard input), then finished: the test
+        # takes the server down first, so the completion cannot be delivered.
+        say(f"BLOCKED finish {call_id}")
+        await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        with (WORKDIR / "effects").open("a") as f:
+            f.write(f"{call_id}\n")
+        say(f"FINISHED {call_id}")
+        return f"effect {n}"
     with (WORKDIR / "effects").open("a") as f:
         f.write(f"{call_id}\n")
     return f"effect {n}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
+
+from agentloop_temporal.testing import start_dev_server
 
 from ._support import (
     agent_for,
@@ -54,6 +57,7 @@ class WorkerProcess:
     async def start(cls, address: str, queue: str, workdir: Path) -> WorkerProcess:
         process = await anyio.open_process(
             [sys.executable, str(WORKER), address, queue, str(workdir)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
         worker = cls(process)
@@ -119,3 +123,56 @@ async def test_a_run_survives_its_worker_being_killed(
     assert history.count('"name": "agentloop.tool_call"') == 3
     assert history.count('"name": "agentloop.model_call"') == 3
     assert recovered < 30, recovered
+
+
+async def test_a_finished_call_whose_completion_never_reached_the_server_runs_again(
+    tmp_path: Path,
+) -> None:
+    # What at-least-once means (docs/temporal.md): the server restarts while a tool call runs;
+    # the call finishes while the server is away, so its completion is never delivered (its
+    # worker is gone before the server is back). The call runs again, with the same call id.
+    (tmp_path / "block").write_text("finish")
+    port = _free_port()
+    database = str(tmp_path / "temporal.db")
+    server = start_dev_server(port=port, db_filename=database)
+    first: WorkerProcess | None = None
+    second: WorkerProcess | None = None
+    try:
+        client = await connect(server.address)
+        queue = new_queue()
+        first = await WorkerProcess.start(server.address, queue, tmp_path)
+        run = await agent_for(client, queue).start("go")
+        blocked = await first.line_starting("BLOCKED finish")
+        call_id = blocked.split()[-1]
+        await anyio.to_thread.run_sync(server.stop)  # the server goes down mid-call
+        assert first.process.stdin is not None
+        await first.process.stdin.send(b"go\n")
+        assert await first.line_starting("FINISHED") == f"FINISHED {call_id}"
+        await first.kill()  # its completion was never delivered
+        server = await anyio.to_thread.run_sync(
+            lambda: start_dev_server(port=port, db_filename=database)
+        )
+        second = await WorkerProcess.start(server.address, queue, tmp_path)
+        with anyio.fail_after(120):
+            result = await run.result()
+        history = await keep_history(run.handle, "server_restart")
+    finally:
+        for worker in (first, second):
+            if worker is not None and worker.process.returncode is None:
+                await worker.kill()
+        server.stop()
+    assert result.output == "finished after 3 effects"
+    assert_paired(result.messages)
+    effects = (tmp_path / "effects").read_text().split()
+    # The call that finished while the server was away ran twice, with the same call id; the
+    # others once. The run recorded one result for it.
+    assert sorted(effects) == sorted(["c1", "c2", call_id, call_id])
+    assert [r.tool_call_id for r in results(result.messages)].count(call_id) == 1
+    assert '"attempt": 2' in history
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -21,8 +21,10 @@ from agentloop import (
     StreamRetry,
     ToolExecutionEnd,
     ToolExecutionStart,
+    Usage,
     tool,
 )
+from agentloop.multi import SubAgentTool
 from agentloop.stream import TextDelta
 from agentloop.testing import (
     FunctionStream,
@@ -152,7 +154,10 @@ async def test_steering_and_follow_up_signals_take_effect(temporal_server: DevSe
         ("UserMessage", "go"),
         ("AssistantMessage", ""),
         ("ToolResultMessage", "a done"),
-        ("ToolResultMessage", "tool call cancelled: user requested steering interrupt"),
+        (
+            "ToolResultMessage",
+            "tool call cancelled: user requested steering interrupt: 'stop the slow one'",
+        ),
         ("UserMessage", "stop the slow one"),
         ("AssistantMessage", "steered"),
         ("UserMessage", "and then?"),
@@ -353,3 +358,31 @@ async def test_one_run_at_a_time_per_conversation_and_a_missing_tool_fails_clear
         with pytest.raises(WorkflowFailureError) as failed:
             await lacking.prompt("go")
     assert "no tool named 'teleport'" in str(failed.value.cause.__cause__)
+
+
+async def test_a_durable_runs_usage_counts_its_sub_agents_as_in_process(
+    temporal_server: DevServer,
+) -> None:
+    # A parent with 2 model calls and a sub-agent with 1, 10 output tokens each: 30 either way.
+    ten = Usage(input=5, output=10, total=15)
+
+    def parent_model() -> FunctionStream:
+        return after_results(
+            reply_tool_calls(("helper", {"task": "go"}), usage=ten), reply_text("done", usage=ten)
+        )
+
+    def helper() -> SubAgentTool:
+        child = Agent(model=MODEL, stream_fn=ScriptedStream([reply_text("helped", usage=ten)]))
+        return SubAgentTool(lambda: child, name="helper", description="helps")
+
+    local = Agent(model=MODEL, stream_fn=parent_model(), tools=[helper()])
+    in_process = await local.prompt("start")
+    client = await connect(temporal_server.address)
+    queue = new_queue()
+    async with in_process_worker(client, queue, parent_model(), [helper()]):
+        durable = await agent_for(client, queue).prompt("start")
+    assert [r.text for r in results(in_process.messages)] == ["helped"]
+    assert [r.text for r in results(durable.messages)] == ["helped"]
+    assert in_process.usage.output == 30
+    assert durable.usage == in_process.usage
+    assert durable.stop_reason is StopReason.STOP

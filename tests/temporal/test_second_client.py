@@ -132,7 +132,10 @@ async def test_a_second_client_finds_the_run_by_conversation_id_and_steers_it(
         ("UserMessage", "wait here"),
         ("AssistantMessage", ""),
         ("ToolResultMessage", "a done"),
-        ("ToolResultMessage", "tool call cancelled: user requested steering interrupt"),
+        (
+            "ToolResultMessage",
+            "tool call cancelled: user requested steering interrupt: 'stop holding'",
+        ),
         ("UserMessage", "stop holding"),
         ("AssistantMessage", "heard: stop holding"),
         ("UserMessage", "and then?"),
