@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
+from mcp_types import LOG_LEVEL_META_KEY
 
 from agentloop import AgentToolResult, Text
 
@@ -60,9 +61,21 @@ class Connection:
             scope.cancel()
 
     async def call(
-        self, tool: McpTool, arguments: Any, on_update: OnUpdate, time_limit: float | None
+        self,
+        tool: McpTool,
+        arguments: Any,
+        on_update: OnUpdate,
+        time_limit: float | None,
+        log_level: str | None = None,
     ) -> types.CallToolResult | AgentToolResult | Lost:
-        """Run one call; a failure is an error result, the connection's loss a ``Lost``."""
+        """Run one call; a failure is an error result, the connection's loss a ``Lost``.
+
+        ``log_level`` is asked of the call itself on 2026-era connections (their logging is
+        opted into request by request).
+        """
+        meta: Any = None
+        if log_level is not None and self.client.protocol_version >= "2026":
+            meta = {LOG_LEVEL_META_KEY: log_level}
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
@@ -75,7 +88,7 @@ class Connection:
             try:
                 with anyio.move_on_after(math.inf if time_limit is None else time_limit):
                     result = await self.client.call_tool(
-                        tool.mcp_name, arguments, progress_callback=report
+                        tool.mcp_name, arguments, progress_callback=report, meta=meta
                     )
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
