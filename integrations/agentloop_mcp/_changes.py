@@ -10,28 +10,33 @@ the connection.
 from __future__ import annotations
 
 import logging
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 from mcp import types
-from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._connection import Connection, describe, list_all_tools
+from ._connection import Connection, describe, list_all_tools, single_exception
+from ._errors import RequestFailed, ServerUnavailable
 from ._events import ElicitationCompleted, ListChanged, McpEvent, ResourceUpdated
 from ._features import ServerFeatures
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Sequence
 
-    from anyio.abc import TaskStatus
+    from anyio.abc import ObjectReceiveStream, TaskStatus
 
     from ._roots import Roots
 
 __all__ = ["ChangeWatcher"]
 
 log = logging.getLogger("agentloop.mcp")
+
+_UPDATES_BUFFER = 16  # an update only says "read again": a few waiting are as good as many
 
 
 class ChangeWatcher(ServerFeatures):
@@ -66,6 +71,124 @@ class ChangeWatcher(ServerFeatures):
                 ElicitationCompleted(server=self.name, elicitation_id=message.params.elicitation_id)
             )
         await anyio.lowlevel.checkpoint()
+
+    # ------------------------------------------------------------------ resource subscriptions
+
+    @asynccontextmanager
+    async def watch_resource(self, uri: str) -> AsyncIterator[ObjectReceiveStream[ResourceUpdated]]:
+        """Subscribe to changes of the resource at ``uri`` for the length of the block.
+
+        ::
+
+            async with toolset.watch_resource("file:///notes.md") as updates:
+                async for update in updates:
+                    print(await toolset.read_resource(update.uri))
+
+        Handshake-era servers get ``resources/subscribe`` (and ``unsubscribe`` at the end);
+        2026-era servers a ``subscriptions/listen`` stream held open by the block. Either is
+        renewed after a reconnection. Updates are also told as ``ResourceUpdated`` events.
+
+        Raises:
+            RequestFailed: the server does not offer subscriptions, or refused this one.
+            ServerUnavailable: no live connection.
+        """
+        conn = await self._wait_connected()
+        if conn is None:
+            raise ServerUnavailable(self.name, self._down_reason())
+        modern = conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        send, receive = anyio.create_memory_object_stream[ResourceUpdated](_UPDATES_BUFFER)
+        watchers = self._watchers.setdefault(uri, set())
+        first = not watchers
+        watchers.add(send)
+        try:
+            try:
+                async with anyio.create_task_group() as tg:
+                    if modern:
+                        await tg.start(self._hold_listen, uri)
+                    elif first:
+                        await self._subscribe(uri, subscribe=True)
+                    with receive:
+                        yield receive
+                    tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                # The task group is ours: what escapes is the one real failure, as itself.
+                error = single_exception(group)
+                if error is group:
+                    raise
+                raise error from error.__cause__
+        finally:
+            watchers.discard(send)
+            send.close()
+            receive.close()
+            if not watchers:
+                self._watchers.pop(uri, None)
+                if not modern:
+                    with anyio.move_on_after(self.spec.request_timeout, shield=True):
+                        try:
+                            await self._subscribe(uri, subscribe=False)
+                        except (ServerUnavailable, RequestFailed):
+                            pass  # the server is gone or forgot it: nothing left to undo
+
+    async def _hold_listen(
+        self, uri: str, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Keep a ``subscriptions/listen`` stream for ``uri`` open, renewed on each new
+        connection (its events reach ``_on_message``, the SDK tees them)."""
+        started = False
+        while True:
+            conn = await self._wait_connected()
+            if conn is None:
+                if not started:
+                    raise ServerUnavailable(self.name, self._down_reason())
+                return
+            try:
+                async with conn.client.listen(resource_subscriptions=[uri]) as subscription:
+                    honored = subscription.honored.resource_subscriptions or []
+                    if uri not in honored:
+                        raise RequestFailed(
+                            self.name, "subscriptions/listen", None, f"the server refused {uri}"
+                        )
+                    if not started:
+                        started = True
+                        task_status.started()
+                    async for _ in subscription:
+                        pass
+            except (MCPError, SubscriptionLost, TimeoutError) as exc:
+                if not started:
+                    raise RequestFailed(
+                        self.name, "subscriptions/listen", getattr(exc, "code", None), str(exc)
+                    ) from None
+            await conn.ended.wait()
+
+    async def _subscribe(self, uri: str, *, subscribe: bool) -> None:
+        caps = self._capabilities()
+        if caps is None or caps.resources is None or not caps.resources.subscribe:
+            raise RequestFailed(
+                self.name, "resources/subscribe", None, "the server offers no subscriptions"
+            )
+        request: Any = (
+            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            if subscribe
+            else types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+        )
+
+        async def send(conn: Connection) -> None:
+            # Sent as the request itself: the SDK's helpers warn (they are handshake-era only).
+            await conn.client.session.send_request(request, types.EmptyResult)
+
+        await self._request(request.method, send)
+
+    def _resource_updated(self, uri: str) -> None:
+        event = ResourceUpdated(server=self.name, uri=uri)
+        for send in list(self._watchers.get(uri, ())):
+            try:
+                send.send_nowait(event)
+            except anyio.WouldBlock:
+                pass  # an update is a signal to read again: one waiting is enough
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._watchers.get(uri, set()).discard(send)
+
+    # ------------------------------------------------------------------ tool list changes
 
     async def _refresh_on_change(self, conn: Connection) -> None:
         while True:

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 
     from ._tool import McpTool
 
-__all__ = ["Connection", "Lost", "describe", "list_all_tools", "uses_listen"]
+__all__ = [
+    "Connection",
+    "Lost",
+    "describe",
+    "list_all_tools",
+    "single_exception",
+    "uses_listen",
+]
 
 _MAX_PAGES = 100  # a paginating server that never ends cannot hang a listing
 
@@ -149,3 +156,15 @@ def describe(exc: BaseException) -> str:
         return f"MCP error {exc.code}: {exc.message}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real exception of the group (else its first cancellation), or the group."""
+    cancelled = anyio.get_cancelled_exc_class()
+    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+    if not errors:
+        return group.exceptions[0]
+    if len(errors) == 1:
+        error = errors[0]
+        return single_exception(error) if isinstance(error, BaseExceptionGroup) else error
+    return group

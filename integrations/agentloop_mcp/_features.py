@@ -9,7 +9,6 @@ follow pages up to a hundred.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -21,7 +20,6 @@ from pydantic import ValidationError
 from agentloop import AgentToolResult, ContentBlock, Text, UserMessage
 
 from ._errors import PromptArgumentError, RequestFailed, ServerUnavailable
-from ._events import ResourceUpdated
 from ._prompts import Prompt, PromptCommand, RenderedPrompt, from_prompt, render, validate
 from ._resources import (
     Resource,
@@ -34,13 +32,13 @@ from ._resources import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
-    from anyio.abc import ObjectReceiveStream
     from anyio.streams.memory import MemoryObjectSendStream
 
     from ._config import LogLevel, ServerSpec
     from ._connection import Connection
+    from ._events import ResourceUpdated
 
 __all__ = ["ServerFeatures"]
 
@@ -190,72 +188,6 @@ class ServerFeatures:
             content.append(Text(text=f"[resource {uri}:]"))
             content.extend(blocks)
         return AgentToolResult(content=content, details=result.details, is_error=result.is_error)
-
-    @asynccontextmanager
-    async def watch_resource(self, uri: str) -> AsyncIterator[ObjectReceiveStream[ResourceUpdated]]:
-        """Subscribe to changes of the resource at ``uri`` for the length of the block.
-
-        ::
-
-            async with toolset.watch_resource("file:///notes.md") as updates:
-                async for update in updates:
-                    print(await toolset.read_resource(update.uri))
-
-        The subscription is renewed after a reconnection; updates are also told as
-        ``ResourceUpdated`` events.
-
-        Raises:
-            RequestFailed: the server does not offer subscriptions, or refused this one.
-            ServerUnavailable: no live connection.
-        """
-        send, receive = anyio.create_memory_object_stream[ResourceUpdated](_UPDATES_BUFFER)
-        watchers = self._watchers.setdefault(uri, set())
-        first = not watchers
-        watchers.add(send)
-        try:
-            if first:
-                await self._subscribe(uri, subscribe=True)
-            with receive:
-                yield receive
-        finally:
-            watchers.discard(send)
-            send.close()
-            if not watchers:
-                del self._watchers[uri]
-                with anyio.move_on_after(self.spec.request_timeout, shield=True):
-                    try:
-                        await self._subscribe(uri, subscribe=False)
-                    except (ServerUnavailable, RequestFailed):
-                        pass  # the server is gone or forgot it: nothing left to undo
-
-    async def _subscribe(self, uri: str, *, subscribe: bool) -> None:
-        caps = self._capabilities()
-        if caps is None or caps.resources is None or not caps.resources.subscribe:
-            raise RequestFailed(
-                self.name, "resources/subscribe", None, "the server offers no subscriptions"
-            )
-        request: Any = (
-            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-            if subscribe
-            else types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
-        )
-
-        async def send(conn: Connection) -> None:
-            # Sent as the request itself: the SDK's helpers warn (2026-era servers use
-            # subscriptions/listen instead).
-            await conn.client.session.send_request(request, types.EmptyResult)
-
-        await self._request(request.method, send)
-
-    def _resource_updated(self, uri: str) -> None:
-        event = ResourceUpdated(server=self.name, uri=uri)
-        for send in list(self._watchers.get(uri, ())):
-            try:
-                send.send_nowait(event)
-            except anyio.WouldBlock:
-                pass  # an update is a signal to read again: one waiting is enough
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._watchers.get(uri, set()).discard(send)
 
     # ------------------------------------------------------------------ prompts
 

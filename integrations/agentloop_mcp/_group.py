@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
+from ._connection import single_exception
 from ._errors import McpError, PromptArgumentError, ToolsetClosed
 from ._events import McpEvent
 from ._prompts import Prompt, PromptCommand, RenderedPrompt
@@ -198,22 +199,10 @@ class ToolsetGroup:
             return await self._tg.__aexit__(exc_type, exc_val, exc_tb)
         except BaseExceptionGroup as group:
             # The owners keep their failures; what escapes is the body's, as itself.
-            error = _single_exception(group)
+            error = single_exception(group)
             if error is group:
                 raise
             raise error from error.__cause__
-
-
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real exception of the group (else its first cancellation), or the group."""
-    cancelled = anyio.get_cancelled_exc_class()
-    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
-    if not errors:
-        return group.exceptions[0]
-    if len(errors) == 1:
-        error = errors[0]
-        return _single_exception(error) if isinstance(error, BaseExceptionGroup) else error
-    return group
 
 
 def open_group(

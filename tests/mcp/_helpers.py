@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).resolve().parent
 TOOLS_SERVER = HERE / "servers" / "tools_server.py"
+FEATURES_SERVER = HERE / "servers" / "features_server.py"
 MODEL = al.ModelSpec(provider="test", model_id="scripted")
 # Fast restarts for tests; the defaults (0.25 s, doubling to 30 s) are for real servers.
 QUICK = mcp.RestartPolicy(initial_delay=0.05, max_delay=0.2, factor=2.0)
@@ -31,6 +32,21 @@ def stdio_spec(**options: Any) -> mcp.StdioServer:
     options.setdefault("connect_timeout", 20.0)
     options.setdefault("restart", QUICK)
     return mcp.StdioServer(command=sys.executable, args=[str(TOOLS_SERVER)], **options)
+
+
+def features_spec(mode: str = "legacy", **options: Any) -> mcp.StdioServer:
+    """The features server (resources, prompts, sampling, ...) over stdio, in ``mode``:
+    ``"legacy"`` speaks the 2025-11-25 handshake, ``"auto"`` the 2026-07-28 protocol."""
+    options.setdefault("name", "features")
+    options.setdefault("connect_timeout", 20.0)
+    options.setdefault("restart", QUICK)
+    return mcp.StdioServer(
+        command=sys.executable, args=[str(FEATURES_SERVER)], mode=mode, **options
+    )
+
+
+# The two protocol eras every feature test runs in (each on both backends).
+ERAS = pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025", "2026"])
 
 
 def http_spec(url: str, **options: Any) -> mcp.HttpServer:
