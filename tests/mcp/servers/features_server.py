@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 from mcp.server import MCPServer, ServerRequestContext
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context  # noqa: TC002 - read at run time by MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.types import (
     Completion,
@@ -110,7 +110,9 @@ def link() -> list[Any]:
     """A result that links to a resource instead of embedding it."""
     return [
         TextContent(type="text", text="see the note"),
-        ResourceLink(type="resource_link", name="today", uri="notes://today", mime_type="text/plain"),
+        ResourceLink(
+            type="resource_link", name="today", uri="notes://today", mime_type="text/plain"
+        ),
     ]
 
 
@@ -125,7 +127,9 @@ def review(path: str, focus: str = "bugs") -> list[Any]:
         UserMessage(
             content=EmbeddedResource(
                 type="resource",
-                resource=TextResourceContents(uri=f"file://{path}", mime_type="text/plain", text="x = 1"),
+                resource=TextResourceContents(
+                    uri=f"file://{path}", mime_type="text/plain", text="x = 1"
+                ),
             )
         ),
         AssistantMessage(content="Send me the file."),
@@ -296,7 +300,9 @@ def bad_images() -> list[Any]:
     return [
         ImageContent(type="image", data="not base64!!", mime_type="image/png"),
         ImageContent(type="image", data=PNG_B64, mime_type="image/x-icon"),
-        ImageContent(type="image", data=base64.b64encode(b"GIF89a....").decode(), mime_type="image/png"),
+        ImageContent(
+            type="image", data=base64.b64encode(b"GIF89a....").decode(), mime_type="image/png"
+        ),
         ImageContent(type="image", data=PNG_B64, mime_type="image/png"),
     ]
 
@@ -304,17 +310,23 @@ def bad_images() -> list[Any]:
 # ------------------------------------------------------------------ low-level handlers
 
 
-async def on_set_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+async def on_set_level(
+    ctx: ServerRequestContext[Any], params: SetLevelRequestParams
+) -> EmptyResult:
     LEVEL[0] = params.level
     return EmptyResult()
 
 
-async def on_subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+async def on_subscribe(
+    ctx: ServerRequestContext[Any], params: SubscribeRequestParams
+) -> EmptyResult:
     SUBSCRIBED.add(str(params.uri))
     return EmptyResult()
 
 
-async def on_unsubscribe(ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
+async def on_unsubscribe(
+    ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+) -> EmptyResult:
     SUBSCRIBED.discard(str(params.uri))
     return EmptyResult()
 
@@ -329,7 +341,9 @@ low = mcp._lowlevel_server
 low.add_request_handler("logging/setLevel", SetLevelRequestParams, on_set_level)
 low.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
 low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
-low.add_notification_handler("notifications/roots/list_changed", NotificationParams, on_roots_changed)
+low.add_notification_handler(
+    "notifications/roots/list_changed", NotificationParams, on_roots_changed
+)
 
 
 def serve_http() -> None:
