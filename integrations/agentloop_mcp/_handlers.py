@@ -6,7 +6,8 @@ One ``ClientHandlers`` per toolset builds what the SDK's ``Client`` is given:
 - ``elicitation/create`` → the elicitation callback, or a headless decline (always advertised:
   a server should hear "nobody can answer", not "unsupported");
 - ``roots/list`` → the ``Roots`` (advertised only when there are some);
-- ``notifications/message`` → the ``agentloop.mcp`` logger and a ``ServerLog`` event.
+- ``notifications/message`` → the ``agentloop.mcp`` logger and a ``ServerLog`` event (those
+  below the level asked for are dropped here too: not every server filters).
 
 A callback may run in a task of the SDK's (handshake-era requests) or in the task of the call
 that needed it (2026-era requests embedded in a result), so what it spends is accounted to the
@@ -42,6 +43,7 @@ __all__ = ["ClientHandlers"]
 
 log = logging.getLogger("agentloop.mcp")
 
+_ORDER = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -66,6 +68,7 @@ class ClientHandlers:
         sampling: Sampler | None,
         elicitation: ElicitationCallback | None,
         roots: Roots | None,
+        log_level: Callable[[], str | None],
     ) -> None:
         self.server = server
         self.spec = spec
@@ -73,6 +76,7 @@ class ClientHandlers:
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = roots
+        self.log_level = log_level
         # The contexts of the tool calls in flight, oldest first (maintained by the toolset).
         self.calls: list[al.ToolContext[Any]] = []
 
@@ -158,6 +162,9 @@ class ClientHandlers:
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         level = str(params.level)
+        wanted = self.log_level()
+        if wanted in _ORDER and level in _ORDER and _ORDER.index(level) < _ORDER.index(wanted):
+            return
         log.log(
             _LEVELS.get(level, logging.INFO),
             "MCP server %s [%s%s] %s",

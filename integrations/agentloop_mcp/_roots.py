@@ -36,20 +36,25 @@ class Root(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _as_root(value: Root | str | Path) -> Root:
-    if isinstance(value, Root):
-        return value
-    if isinstance(value, Path) or "://" not in value:
+    if isinstance(value, Path) or (isinstance(value, str) and "://" not in value):
         path = Path(value).expanduser().resolve()
         return Root(uri=path.as_uri(), name=path.name or str(path))
-    return Root(uri=value)
+    root = value if isinstance(value, Root) else Root(uri=value)
+    if not root.uri.startswith("file://"):
+        # The protocol allows only file:// roots; a server would refuse the whole list.
+        raise ValueError(f"a root must be a file:// URI or a path, not {root.uri!r}")
+    return root
 
 
 class Roots:
     """The roots offered to servers; ``set`` replaces them and tells every connected server.
 
     Args:
-        roots: the first roots: ``Root`` values, URIs, or paths (made absolute ``file://``
-            URIs named after their last component).
+        roots: the first roots: ``Root`` values, ``file://`` URIs, or paths (made absolute
+            ``file://`` URIs named after their last component).
+
+    Raises:
+        ValueError: a root that is not a ``file://`` URI (the protocol allows no other).
 
     Usable from the event loop's thread only (``set`` notifies the connections there).
     """
@@ -66,6 +71,9 @@ class Roots:
         """Replace the roots; every connected server that listens is told at once.
 
         Setting the same roots again tells nobody.
+
+        Raises:
+            ValueError: a root that is not a ``file://`` URI; the roots are left as they were.
         """
         new = tuple(_as_root(r) for r in roots)
         if new == self._roots:

@@ -101,6 +101,7 @@ class McpToolset(ChangeWatcher):
             sampling=sampling,
             elicitation=elicitation,
             roots=roots,
+            log_level=lambda: self._log_level,
         )
         self._roots = roots
         self._log_level = spec.log_level

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
 import pytest
@@ -34,7 +34,7 @@ def stdio_spec(**options: Any) -> mcp.StdioServer:
     return mcp.StdioServer(command=sys.executable, args=[str(TOOLS_SERVER)], **options)
 
 
-def features_spec(mode: str = "legacy", **options: Any) -> mcp.StdioServer:
+def features_spec(mode: Mode = "legacy", **options: Any) -> mcp.StdioServer:
     """The features server (resources, prompts, sampling, ...) over stdio, in ``mode``:
     ``"legacy"`` speaks the 2025-11-25 handshake, ``"auto"`` the 2026-07-28 protocol."""
     options.setdefault("name", "features")
@@ -44,6 +44,8 @@ def features_spec(mode: str = "legacy", **options: Any) -> mcp.StdioServer:
         command=sys.executable, args=[str(FEATURES_SERVER)], mode=mode, **options
     )
 
+
+Mode = Literal["legacy", "auto"]
 
 # The two protocol eras every feature test runs in (each on both backends).
 ERAS = pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025", "2026"])
@@ -110,7 +112,7 @@ def kill9(pid: int) -> None:
 
 async def server_pid(toolset: mcp.McpToolset) -> int:
     """Ask the server for its process id through its ``pid`` tool."""
-    (tool,) = [t for t in toolset.get_tools() if t.mcp_name == "pid"]
+    (tool,) = [t for t in toolset.get_tools() if getattr(t, "mcp_name", "") == "pid"]
     result = await tool.execute("pid-call", {}, lambda update: None)
     assert not result.is_error, result
     return int(result.details["structured_content"]["result"])

@@ -9,13 +9,13 @@ import pytest
 import agentloop as al
 import agentloop_mcp as mcp
 
-from ._helpers import ERAS, PNG_B64, Events, call, features_spec, text, tool_named
+from ._helpers import ERAS, Mode, PNG_B64, Events, call, features_spec, text, tool_named
 
 pytestmark = pytest.mark.anyio
 
 
 @ERAS
-async def test_resources_are_listed_read_and_attached_as_content_blocks(mode: str) -> None:
+async def test_resources_are_listed_read_and_attached_as_content_blocks(mode: Mode) -> None:
     async with mcp.open_toolset(features_spec(mode)) as server:
         resources = await server.list_resources()
         assert [(r.uri, r.name, r.mime_type) for r in resources] == [
@@ -50,7 +50,7 @@ async def test_resources_are_listed_read_and_attached_as_content_blocks(mode: st
 
 
 @ERAS
-async def test_prompts_render_into_agent_messages_with_arguments_checked(mode: str) -> None:
+async def test_prompts_render_into_agent_messages_with_arguments_checked(mode: Mode) -> None:
     async with mcp.open_toolset(features_spec(mode)) as server:
         prompts = {p.name: p for p in await server.list_prompts()}
         assert set(prompts) == {"review", "greet"}
@@ -94,7 +94,7 @@ async def test_prompts_render_into_agent_messages_with_arguments_checked(mode: s
 
 
 @ERAS
-async def test_prompts_are_commands_for_a_user_interface(mode: str) -> None:
+async def test_prompts_are_commands_for_a_user_interface(mode: Mode) -> None:
     async with mcp.open_group() as group:
         await group.connect(features_spec(mode))
         commands = {c.name: c for c in await group.prompt_commands()}
@@ -114,15 +114,15 @@ async def test_prompts_are_commands_for_a_user_interface(mode: str) -> None:
         assert isinstance(first, al.UserMessage)
         assert first.content[0] == al.Text(text="Review a.py, looking for bugs.")
         greeting = await group.run_command("mcp__features__greet")
-        assert greeting.messages == [al.UserMessage(content=[al.Text(text="Hello!")])] or (
-            [m.content for m in greeting.messages] == [[al.Text(text="Hello!")]]
-        )
+        (hello,) = greeting.messages
+        assert isinstance(hello, al.UserMessage)
+        assert hello.content == [al.Text(text="Hello!")]
         with pytest.raises(mcp.PromptArgumentError, match="no open MCP server"):
             await group.run_command("mcp__other__thing")
 
 
 @ERAS
-async def test_resource_links_are_resolved_on_request_and_by_the_opt_in_tool(mode: str) -> None:
+async def test_resource_links_are_resolved_on_request_and_by_the_opt_in_tool(mode: Mode) -> None:
     async with mcp.open_toolset(features_spec(mode, prefix="f_")) as plain:
         # Without the option there is no read_resource tool.
         assert "f_read_resource" not in {t.name for t in plain.get_tools()}
@@ -146,7 +146,7 @@ async def test_resource_links_are_resolved_on_request_and_by_the_opt_in_tool(mod
 
 
 @ERAS
-async def test_subscribed_resources_report_their_updates(mode: str) -> None:
+async def test_subscribed_resources_report_their_updates(mode: Mode) -> None:
     events = Events()
     legacy = mode == "legacy"
     async with mcp.open_toolset(features_spec(mode), on_event=events) as server:

@@ -143,7 +143,7 @@ def greet() -> str:
     return "Hello!"
 
 
-@mcp.completion()
+@mcp.completion()  # type: ignore[untyped-decorator,no-untyped-call]
 async def complete(
     ref: PromptReference | ResourceTemplateReference,
     argument: CompletionArgument,
@@ -177,7 +177,7 @@ async def ask_model(question: str, ctx: Context) -> Any:
             return InputRequiredResult(input_requests={"q": CreateMessageRequest(params=params)})
         assert isinstance(answer, CreateMessageResult)
     else:
-        answer = await ctx.session.create_message(  # type: ignore[call-overload]
+        answer = await ctx.session.create_message(
             messages=params.messages,
             max_tokens=params.max_tokens,
             system_prompt=params.system_prompt,
@@ -186,7 +186,8 @@ async def ask_model(question: str, ctx: Context) -> Any:
             related_request_id=ctx.request_id,
         )
     content = answer.content
-    return f"{answer.model}: {content.text if content.type == 'text' else content.type}"
+    said = content.text if isinstance(content, TextContent) else content.type
+    return f"{answer.model}: {said}"
 
 
 @mcp.tool()
@@ -252,7 +253,7 @@ async def wait_roots_changed(ctx: Context) -> str:
 async def chatty(ctx: Context) -> str:
     """Logs at three levels, then answers."""
     for level, text in (("debug", "dull detail"), ("info", "working"), ("error", "oh no")):
-        await ctx.session.send_log_message(  # type: ignore[attr-defined]
+        await ctx.session.send_log_message(
             level=level, data=text, logger="chatty", related_request_id=ctx.request_id
         )
     return "done"
@@ -286,7 +287,7 @@ async def cancelled(name: str) -> bool:
 def flood(chars: int, blocks: int, error: bool = False) -> Any:
     """``blocks`` text blocks of ``chars`` characters in all (an error result if asked)."""
     each = max(1, chars // max(1, blocks))
-    content = [TextContent(type="text", text="x" * each) for _ in range(blocks)]
+    content: list[Any] = [TextContent(type="text", text="x" * each) for _ in range(blocks)]
     if error:
         from mcp.types import CallToolResult
 
