@@ -9,7 +9,7 @@ import pytest
 import agentloop as al
 import agentloop_mcp as mcp
 
-from ._helpers import ERAS, Mode, PNG_B64, Events, call, features_spec, text, tool_named
+from ._helpers import ERAS, PNG_B64, Events, Mode, call, features_spec, text, tool_named
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -18,6 +17,9 @@ from agentloop.policy import APPROVED, Rejected
 from agentloop.testing import FunctionStream, ScriptedStream, reply_text, reply_tool_calls
 
 from ._helpers import ERAS, MODEL, Events, Mode, call, features_spec, text, tool_named
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.anyio
 
