@@ -84,6 +84,13 @@ from ._sampling import (
     SamplingRequest as SamplingRequest,
 )
 from ._serve import build_server as build_server, serve as serve
+from ._serve_client import ServedClient as ServedClient, current_client as current_client
+from ._served import (
+    ServedPrompt as ServedPrompt,
+    ServedResource as ServedResource,
+    prompt as prompt,
+    resource as resource,
+)
 from ._tool import McpTool as McpTool
 from ._toolset import McpToolset as McpToolset
 
@@ -119,6 +126,9 @@ __all__ = [
     "Sampler",
     "SamplingAnswered",
     "SamplingRequest",
+    "ServedClient",
+    "ServedPrompt",
+    "ServedResource",
     "ServerClosed",
     "ServerConnected",
     "ServerCrashed",
@@ -131,7 +141,10 @@ __all__ = [
     "ToolsetClosed",
     "ToolsetGroup",
     "build_server",
+    "current_client",
     "open_group",
     "open_toolset",
+    "prompt",
+    "resource",
     "serve",
 ]

@@ -96,6 +96,11 @@ class ChangeWatcher(ServerFeatures):
         if conn is None:
             raise ServerUnavailable(self.name, self._down_reason())
         modern = conn.client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        caps = conn.client.server_capabilities.resources
+        if caps is None or not caps.subscribe:
+            raise RequestFailed(
+                self.name, "resources/subscribe", None, "the server offers no subscriptions"
+            )
         send, receive = anyio.create_memory_object_stream[ResourceUpdated](_UPDATES_BUFFER)
         watchers = self._watchers.setdefault(uri, set())
         first = not watchers

@@ -31,10 +31,15 @@ from mcp.server import Server, ServerRequestContext
 from agentloop import AgentTool, AgentToolResult, Image, Text, ToolArgumentError, ToolCall
 from agentloop.policy import ApprovedWith, Rejected
 
+from ._serve_client import ServedClient, serving
+from ._serve_content import ContentHandlers, connection_of
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from agentloop.abc import ApprovalCallback
+
+    from ._served import ServedPrompt, ServedResource
 
 __all__ = ["build_server", "serve"]
 
@@ -109,8 +114,10 @@ def build_server(
     version: str = "",
     instructions: str | None = None,
     approval: ApprovalCallback | None = None,
+    resources: Sequence[ServedResource] = (),
+    prompts: Sequence[ServedPrompt] = (),
 ) -> Server[Any]:
-    """An MCP low-level ``Server`` offering ``tools``.
+    """An MCP low-level ``Server`` offering ``tools``, ``resources`` and ``prompts``.
 
     Deploy it yourself (``server.streamable_http_app()`` is an ASGI app) or use ``serve``.
 
@@ -120,18 +127,21 @@ def build_server(
         version: the server's version, reported to clients.
         instructions: text a client may show its model about how to use the server.
         approval: decides on calls to tools with ``requires_approval``.
+        resources: resources and resource templates to offer (``agentloop_mcp.resource``).
+        prompts: prompts to offer (``agentloop_mcp.prompt``); their names must be unique.
 
     Returns:
         The server.
 
     Raises:
-        ValueError: two tools have the same name.
+        ValueError: two tools, or two prompts, have the same name.
     """
     by_name: dict[str, AgentTool] = {}
     for tool in tools:
         if tool.name in by_name:
             raise ValueError(f"two tools are named {tool.name!r}")
         by_name[tool.name] = tool
+    content = ContentHandlers(resources, prompts)
     listing = types.ListToolsResult(tools=[_describe_tool(t) for t in by_name.values()])
     validators = {tool_name: _validator(tool) for tool_name, tool in by_name.items()}
 
@@ -165,21 +175,33 @@ def build_server(
             validated = validators[tool.name](arguments)
         except ToolArgumentError as exc:
             return _error(f"invalid arguments for tool {tool.name!r}: {exc}")
-        return await _run(ctx, tool, call_id, validated)
+        client = ServedClient(ctx, level=content.levels.get(connection_of(ctx)))
+        return await _run(ctx, tool, call_id, validated, client)
 
-    return Server(
+    server: Server[Any] = Server(
         name,
         version=version,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **content.server_options(),
     )
+    # Registered after construction: the SDK's constructor warns that logging is deprecated
+    # for 2026-era connections, but handshake-era clients still set their level with it.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, content.set_level)
+    return server
 
 
 async def _run(
-    ctx: ServerRequestContext[Any], tool: AgentTool, call_id: str, arguments: Any
+    ctx: ServerRequestContext[Any],
+    tool: AgentTool,
+    call_id: str,
+    arguments: Any,
+    client: ServedClient,
 ) -> types.CallToolResult:
-    """Run one tool, forwarding its progress updates as they come."""
+    """Run one tool, forwarding its progress updates as they come; ``current_client()`` is
+    ``client`` while it runs."""
+    serving(client)
     send, receive = anyio.create_memory_object_stream[str](_PROGRESS_BUFFER)
     loop_thread = threading.get_ident()
 
@@ -227,6 +249,8 @@ async def serve(
     version: str = "",
     instructions: str | None = None,
     approval: ApprovalCallback | None = None,
+    resources: Sequence[ServedResource] = (),
+    prompts: Sequence[ServedPrompt] = (),
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",
@@ -244,6 +268,8 @@ async def serve(
         version: the server's version.
         instructions: text a client may show its model.
         approval: decides on calls to tools with ``requires_approval``.
+        resources: resources and resource templates to offer.
+        prompts: prompts to offer.
         host: the address to listen on (HTTP).
         port: the port to listen on (HTTP); 0 picks a free one.
         path: the MCP endpoint's path (HTTP).
@@ -254,7 +280,13 @@ async def serve(
         OSError: the address cannot be listened on.
     """
     server = build_server(
-        tools, name=name, version=version, instructions=instructions, approval=approval
+        tools,
+        name=name,
+        version=version,
+        instructions=instructions,
+        approval=approval,
+        resources=resources,
+        prompts=prompts,
     )
     if transport == "stdio":
         from mcp.server.stdio import stdio_server

@@ -1,0 +1,196 @@
+"""What a served tool may ask of the client that called it: ``agentloop_mcp.current_client()``.
+
+While ``serve`` runs a tool for an MCP client, ``current_client()`` returns a ``ServedClient``
+for that call (``None`` elsewhere). Through it an async tool can send the client log messages,
+ask its user (elicitation, form or URL) and ask its model (sampling)::
+
+    @agentloop.tool
+    async def deploy(target: str) -> str:
+        client = agentloop_mcp.current_client()
+        if client is not None:
+            await client.log("info", f"deploying to {target}")
+            answer = await client.elicit("Really deploy?", {"type": "object", "properties": {}})
+            if answer.action != "accept":
+                return "not deployed"
+        ...
+
+These are the protocol's server-to-client requests, which exist on handshake-era connections
+(2025-11-25 and before). On 2026-era connections they do not: ``elicit`` and ``sample`` raise
+``RequestFailed`` there (log messages are sent when the client opted into them).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import warnings
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcp import types
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentloop import AssistantMessage, Image, StopReason, Text, Usage
+
+from ._elicitation import ElicitationResponse
+from ._errors import RequestFailed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["ServedClient", "current_client", "serving"]
+
+T = TypeVar("T")
+_current: contextvars.ContextVar[ServedClient | None] = contextvars.ContextVar(
+    "agentloop_mcp_served_client", default=None
+)
+_ORDER = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_STOP = {"endTurn": StopReason.STOP, "maxTokens": StopReason.LENGTH, "toolUse": StopReason.TOOL_USE}
+
+
+def current_client() -> ServedClient | None:
+    """The client of the served tool call running in this task, or ``None``."""
+    return _current.get()
+
+
+def serving(client: ServedClient) -> contextvars.Token[ServedClient | None]:
+    """Make ``client`` the current one (``serve`` does this for each call)."""
+    return _current.set(client)
+
+
+def _quietly(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    # The SDK marks these requests deprecated for 2026-era connections; over the handshake
+    # they are the protocol. The warning is given when the coroutine is made, not awaited.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return fn(*args, **kwargs)
+
+
+class ServedClient:
+    """The MCP client behind one served call (see the module's documentation).
+
+    Attributes:
+        name: the client's name, as it introduced itself (empty when it did not).
+        protocol_version: the protocol version of its connection.
+    """
+
+    def __init__(self, context: Any, *, level: str | None = None) -> None:
+        self._context = context
+        self._level = level
+        session = context.session
+        params = getattr(session, "client_params", None)
+        info = getattr(params, "client_info", None)
+        self.name: str = getattr(info, "name", "") or ""
+        self.protocol_version: str = context.protocol_version or ""
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None:
+        """What the client said it can do (``sampling``, ``elicitation``, ``roots``)."""
+        caps: types.ClientCapabilities | None = self._context.session.client_capabilities
+        return caps
+
+    def _handshake_only(self, method: str) -> None:
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            raise RequestFailed("client", method, None, "not available on a 2026-era connection")
+
+    def _metadata(self) -> ServerMessageMetadata:
+        return ServerMessageMetadata(related_request_id=self._context.request_id)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send the client a log message (dropped when it asked for a higher level)."""
+        if self._level in _ORDER and level in _ORDER:
+            if _ORDER.index(level) < _ORDER.index(self._level):
+                return
+        session = self._context.session
+        await _quietly(
+            session.send_log_message,
+            level=level,
+            data=data,
+            logger=logger,
+            related_request_id=self._context.request_id,
+        )
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResponse:
+        """Ask the client's user to fill in a form (a flat JSON Schema object).
+
+        Raises:
+            RequestFailed: the client cannot be asked, or answered with an error.
+        """
+        self._handshake_only("elicitation/create")
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        )
+        result = await self._send(request, types.ElicitResult)
+        return ElicitationResponse(action=result.action, content=result.content)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitationResponse:
+        """Ask the client's user to visit ``url`` (accept means they agreed to go).
+
+        Raises:
+            RequestFailed: the client cannot be asked, or answered with an error.
+        """
+        self._handshake_only("elicitation/create")
+        request = types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=message, url=url, elicitation_id=elicitation_id
+            )
+        )
+        result = await self._send(request, types.ElicitResult)
+        return ElicitationResponse(action=result.action)
+
+    async def sample(
+        self,
+        messages: Sequence[str],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        hints: Sequence[str] = (),
+    ) -> AssistantMessage:
+        """Ask the client's model to answer ``messages`` (user turns, as text).
+
+        Raises:
+            RequestFailed: the client cannot sample, refused, or failed.
+        """
+        self._handshake_only("sampling/createMessage")
+        preferences = (
+            types.ModelPreferences(hints=[types.ModelHint(name=h) for h in hints])
+            if hints
+            else None
+        )
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[
+                    types.SamplingMessage(
+                        role="user", content=types.TextContent(type="text", text=m)
+                    )
+                    for m in messages
+                ],
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                temperature=temperature,
+                model_preferences=preferences,
+            )
+        )
+        result = await self._send(request, types.CreateMessageResult)
+        content = result.content
+        block: Text | Image
+        if isinstance(content, types.ImageContent):
+            block = Image(media_type=content.mime_type, data=content.data)
+        else:
+            block = Text(text=getattr(content, "text", ""))
+        return AssistantMessage(
+            content=[block],
+            model_id=result.model,
+            stop_reason=_STOP.get(str(result.stop_reason), StopReason.STOP),
+            usage=Usage(),
+        )
+
+    async def _send(self, request: Any, result_type: type[T]) -> T:
+        try:
+            result: T = await self._context.session.send_request(
+                request, result_type, metadata=self._metadata()
+            )
+        except MCPError as exc:
+            raise RequestFailed("client", request.method, exc.code, exc.message) from None
+        return result
