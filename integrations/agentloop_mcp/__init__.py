@@ -84,7 +84,11 @@ from ._sampling import (
     SamplingRequest as SamplingRequest,
 )
 from ._serve import build_server as build_server, serve as serve
-from ._serve_client import ServedClient as ServedClient, current_client as current_client
+from ._serve_client import (
+    MissingCapability as MissingCapability,
+    ServedClient as ServedClient,
+    current_client as current_client,
+)
 from ._served import (
     ServedPrompt as ServedPrompt,
     ServedResource as ServedResource,
@@ -108,6 +112,7 @@ __all__ = [
     "McpEvent",
     "McpTool",
     "McpToolset",
+    "MissingCapability",
     "ModelPreferences",
     "Prompt",
     "PromptArgument",

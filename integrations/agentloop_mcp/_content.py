@@ -23,10 +23,11 @@ from typing import Any
 
 import msgspec
 from mcp import types
+from pydantic import TypeAdapter, ValidationError
 
 from agentloop import ContentBlock, Extension, Image, Text
 
-__all__ = ["Bounded", "ResultLimits", "check_image", "link_of"]
+__all__ = ["Bounded", "ResultLimits", "check_image", "link_of", "to_mcp_blocks"]
 
 
 class ResultLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,3 +205,29 @@ class Bounded:
         if notes:
             self.blocks.append(Text(text=f"[result cut by the MCP client: {'; '.join(notes)}]"))
         return self.blocks
+
+
+_MCP_BLOCK: TypeAdapter[Any] = TypeAdapter(types.ContentBlock)
+
+
+def to_mcp_blocks(blocks: Sequence[ContentBlock]) -> list[Any]:
+    """The other direction, for what ``serve`` sends: text and images as themselves, an image
+    by URL as a line of text, and ``Extension`` blocks of MCP content (``mcp_audio``,
+    ``mcp_resource``, ... as the client side keeps them) as the MCP blocks they were. Other
+    blocks (thinking, tool calls, foreign extensions) are left out."""
+    content: list[Any] = []
+    for block in blocks:
+        if isinstance(block, Text):
+            content.append(types.TextContent(type="text", text=block.text))
+        elif isinstance(block, Image) and block.data is not None:
+            content.append(
+                types.ImageContent(type="image", data=block.data, mime_type=block.media_type)
+            )
+        elif isinstance(block, Image) and block.url is not None:
+            content.append(types.TextContent(type="text", text=f"[image: {block.url}]"))
+        elif isinstance(block, Extension) and block.type_name.startswith("mcp_"):
+            try:
+                content.append(_MCP_BLOCK.validate_python(block.data))
+            except ValidationError:
+                continue  # not MCP content after all
+    return content

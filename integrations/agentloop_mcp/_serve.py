@@ -20,18 +20,27 @@ import logging
 import socket
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 import anyio.from_thread
 import msgspec
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 
-from agentloop import AgentTool, AgentToolResult, Image, Text, ToolArgumentError, ToolCall
+from agentloop import (
+    AgentTool,
+    AgentToolResult,
+    Text,
+    ToolArgumentError,
+    ToolCall,
+)
 from agentloop.policy import ApprovedWith, Rejected
 
-from ._serve_client import ServedClient, serving
+from ._content import to_mcp_blocks
+from ._serve_client import MissingCapability, ServedClient, serving
 from ._serve_content import ContentHandlers, connection_of
 
 if TYPE_CHECKING:
@@ -46,6 +55,11 @@ __all__ = ["build_server", "serve"]
 log = logging.getLogger("agentloop.mcp.serve")
 
 _PROGRESS_BUFFER = 64
+_Progress: TypeAlias = tuple[str, float | None, float | None]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -58,7 +72,13 @@ def _validator(tool: AgentTool) -> Callable[[Any], Any]:
         return custom  # type: ignore[no-any-return]
     import fastjsonschema
 
-    compiled = fastjsonschema.compile(tool.parameters)
+    try:
+        compiled = fastjsonschema.compile(tool.parameters)
+    except Exception:
+        # A schema the validator cannot compile (a JSON Schema 2020-12 one, say) is left to
+        # the tool to enforce, as the client side does.
+        log.warning("tool %s: its input schema cannot be compiled; not checked", tool.name)
+        return lambda arguments: arguments
 
     def validate(arguments: Any) -> Any:
         try:
@@ -71,16 +91,7 @@ def _validator(tool: AgentTool) -> Callable[[Any], Any]:
 
 def to_mcp_result(result: AgentToolResult) -> types.CallToolResult:
     """Translate an ``AgentToolResult`` into a ``CallToolResult``."""
-    content: list[Any] = []
-    for block in result.content:
-        if isinstance(block, Text):
-            content.append(types.TextContent(type="text", text=block.text))
-        elif isinstance(block, Image) and block.data is not None:
-            content.append(
-                types.ImageContent(type="image", data=block.data, mime_type=block.media_type)
-            )
-        elif isinstance(block, Image) and block.url is not None:
-            content.append(types.TextContent(type="text", text=f"[image: {block.url}]"))
+    content = to_mcp_blocks(result.content)
     structured: dict[str, Any] | None = None
     if result.details is not None:
         try:
@@ -202,42 +213,61 @@ async def _run(
     """Run one tool, forwarding its progress updates as they come; ``current_client()`` is
     ``client`` while it runs."""
     serving(client)
-    send, receive = anyio.create_memory_object_stream[str](_PROGRESS_BUFFER)
+    send, receive = anyio.create_memory_object_stream[_Progress](_PROGRESS_BUFFER)
     loop_thread = threading.get_ident()
 
     def on_update(update: AgentToolResult | str) -> None:
-        text = (
-            update
-            if isinstance(update, str)
-            else "".join(b.text for b in update.content if isinstance(b, Text))
-        )
+        progress: _Progress
+        if isinstance(update, str):
+            progress = (update, None, None)
+        else:
+            # ``details`` may say how far along the tool is: {"progress": 50, "total": 100}.
+            details = update.details if isinstance(update.details, dict) else {}
+            progress = (
+                "".join(b.text for b in update.content if isinstance(b, Text)),
+                _number(details.get("progress")),
+                _number(details.get("total")),
+            )
         try:
             if threading.get_ident() == loop_thread:
-                send.send_nowait(text)
+                send.send_nowait(progress)
             else:
-                anyio.from_thread.run_sync(send.send_nowait, text)
+                anyio.from_thread.run_sync(send.send_nowait, progress)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # progress is best effort: a full buffer or a finished call drops it
         except RuntimeError:
             log.debug("progress from a thread anyio does not know was dropped")
 
     async def forward() -> None:
-        step = 0
+        step = 0.0
         async with receive:
-            async for text in receive:
-                step += 1
-                await ctx.session.report_progress(step, None, text or None)
+            async for text, progress, total in receive:
+                step = progress if progress is not None else step + 1
+                await ctx.session.report_progress(step, total, text or None)
 
     result: types.CallToolResult
+    missing: MissingCapability | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(forward)
         try:
             with send:
                 outcome = await tool.execute(call_id, arguments, on_update)
             result = to_mcp_result(outcome)
+        except MissingCapability as exc:
+            missing = exc
+            result = _error(str(exc))
         except Exception as exc:
             log.warning("tool %s raised", tool.name, exc_info=True)
             result = _error(f"tool {tool.name!r} failed: {type(exc).__name__}: {exc}")
+    if missing is not None:
+        # A protocol error, not a tool result: the client must learn what it lacks. Raised
+        # here, outside the task group, so that it reaches the SDK as itself.
+        required: dict[str, Any] = {name: {} for name in missing.capabilities}
+        raise MCPError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            str(missing),
+            data={"requiredCapabilities": required},
+        )
     return result
 
 

@@ -33,12 +33,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agentloop import AssistantMessage, Image, StopReason, Text, Usage
 
 from ._elicitation import ElicitationResponse
-from ._errors import RequestFailed
+from ._errors import McpError, RequestFailed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["ServedClient", "current_client", "serving"]
+__all__ = ["MissingCapability", "ServedClient", "current_client", "serving"]
 
 T = TypeVar("T")
 _current: contextvars.ContextVar[ServedClient | None] = contextvars.ContextVar(
@@ -46,6 +46,18 @@ _current: contextvars.ContextVar[ServedClient | None] = contextvars.ContextVar(
 )
 _ORDER = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _STOP = {"endTurn": StopReason.STOP, "maxTokens": StopReason.LENGTH, "toolUse": StopReason.TOOL_USE}
+
+
+class MissingCapability(McpError):
+    """A served tool needs a capability the client did not declare (``ServedClient.require``).
+
+    Attributes:
+        capabilities: the missing ones.
+    """
+
+    def __init__(self, capabilities: Sequence[str]) -> None:
+        super().__init__(f"this tool needs the client capabilities {', '.join(capabilities)}")
+        self.capabilities = list(capabilities)
 
 
 def current_client() -> ServedClient | None:
@@ -88,6 +100,21 @@ class ServedClient:
         """What the client said it can do (``sampling``, ``elicitation``, ``roots``)."""
         caps: types.ClientCapabilities | None = self._context.session.client_capabilities
         return caps
+
+    def require(self, *capabilities: str) -> None:
+        """Refuse the call unless the client declared every one of ``capabilities``
+        (``"sampling"``, ``"elicitation"``, ``"roots"``).
+
+        Raises:
+            MissingCapability: one is missing; the client gets the protocol's error for it
+                (``-32021``) instead of a result.
+        """
+        declared = self.capabilities
+        missing = [
+            c for c in capabilities if declared is None or getattr(declared, c, None) is None
+        ]
+        if missing:
+            raise MissingCapability(missing)
 
     def _handshake_only(self, method: str) -> None:
         if self.protocol_version in MODERN_PROTOCOL_VERSIONS:

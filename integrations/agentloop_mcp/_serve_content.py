@@ -35,7 +35,8 @@ __all__ = ["ContentHandlers"]
 
 log = logging.getLogger("agentloop.mcp.serve")
 
-RESOURCE_NOT_FOUND = -32002  # the protocol's code for an unknown resource
+# The code for an unknown resource: its own up to 2025-11-25, "invalid params" since (SEP-2164).
+RESOURCE_NOT_FOUND = -32002
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Any:
@@ -113,18 +114,19 @@ class ContentHandlers:
             ]
         )
 
-    def _find(self, uri: str) -> tuple[ServedResource, dict[str, Any]]:
+    def _find(self, uri: str, version: str) -> tuple[ServedResource, dict[str, Any]]:
         for resource in self.resources:
             variables = resource.match(uri)
             if variables is not None:
                 return resource, variables
-        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri}", data={"uri": uri})
+        code = types.INVALID_PARAMS if version >= "2026" else RESOURCE_NOT_FOUND
+        raise MCPError(code, f"no resource {uri}", data={"uri": uri})
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        resource, variables = self._find(uri)
+        resource, variables = self._find(uri, ctx.protocol_version or "")
         try:
             contents = await resource.contents(uri, variables)
         except Exception as exc:
@@ -136,7 +138,7 @@ class ContentHandlers:
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         uri = str(params.uri)
-        self._find(uri)
+        self._find(uri, ctx.protocol_version or "")
         self.subscribers.setdefault(uri, weakref.WeakSet()).add(connection_of(ctx))
         return types.EmptyResult()
 

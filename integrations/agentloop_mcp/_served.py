@@ -33,8 +33,9 @@ from typing import Any, TypeAlias
 import anyio.to_thread
 from mcp.shared.uri_template import UriTemplate
 
-from agentloop import AssistantMessage, Image, Text, UserMessage
+from agentloop import AssistantMessage, Text, UserMessage
 
+from ._content import to_mcp_blocks
 from ._prompts import PromptArgument
 from ._resources import ResourceContents
 
@@ -215,15 +216,5 @@ def prompt(
 
 
 def mcp_message_content(message: UserMessage | AssistantMessage) -> list[Any]:
-    """The MCP content blocks of a message (text and images; other kinds are left out)."""
-    from mcp import types
-
-    blocks: list[Any] = []
-    for block in message.content:
-        if isinstance(block, Text):
-            blocks.append(types.TextContent(type="text", text=block.text))
-        elif isinstance(block, Image) and block.data is not None:
-            blocks.append(
-                types.ImageContent(type="image", data=block.data, mime_type=block.media_type)
-            )
-    return blocks
+    """The MCP content blocks of a message (see ``to_mcp_blocks``)."""
+    return to_mcp_blocks(message.content)

@@ -167,7 +167,8 @@ async def test_served_resources_prompts_and_completions(spec: mcp.ServerSpec, mo
         # An unknown URI and a failing function are errors to the client; the server goes on.
         with pytest.raises(mcp.RequestFailed) as unknown:
             await server.read_resource("memo://nowhere")
-        assert unknown.value.code == -32002
+        # SEP-2164: "invalid params" since 2026; the protocol's own code before.
+        assert unknown.value.code == (-32602 if server.protocol_version >= "2026" else -32002)
         with pytest.raises(mcp.RequestFailed, match="disk on fire"):
             await server.read_resource("memo://broken")
 
