@@ -148,7 +148,7 @@ async def test_every_tool_with_sampling_elicitation_roots_and_logs(
     ) as server:
         offered = {t.name for t in server.get_tools()}
         assert set(CALLS) <= offered, sorted(set(CALLS) - offered)
-        updates: list[al.AgentToolResult] = []
+        updates: list[al.AgentToolResult | str] = []
         results: dict[str, al.AgentToolResult] = {}
         for name, arguments in CALLS.items():
             tool = tool_named(server, name)
@@ -169,7 +169,9 @@ async def test_every_tool_with_sampling_elicitation_roots_and_logs(
         assert tmp_path.as_uri() in text(results["get-roots-list"])
         assert "hi from the client's model" in text(results["trigger-sampling-request"])
         assert "Ada" in text(results["trigger-elicitation-request"])
-        assert any("progress" in (u.details or {}) for u in updates)
+        assert any(
+            isinstance(u, al.AgentToolResult) and "progress" in (u.details or {}) for u in updates
+        )
 
         # Invalid arguments never reach the server.
         with pytest.raises(al.ToolArgumentError):
