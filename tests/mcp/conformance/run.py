@@ -1,9 +1,9 @@
 """Run the official MCP conformance suite against agentloop_mcp: server scenarios against
 ``serve()`` (server.py), client scenarios against the client (client.py).
 
-    python tests/mcp/conformance/run.py            every leg (about five minutes)
-    python tests/mcp/conformance/run.py --quick    the 2025-11-25 and 2026-07-28 server legs and
-                                                   the 2026-07-28 client leg (about two)
+    python tests/mcp/conformance/run.py            every leg (about three minutes)
+    python tests/mcp/conformance/run.py --quick    the legs of the dated revisions, 2025-11-25 and
+                                                   2026-07-28, client and server (CI's; about two)
 
 It installs what it needs once into ``.mcp-conformance/`` (git-ignored) with npm: Node 22 (the
 suite needs Node >= 22; npm's ``node`` package brings it) and the suite, pinned below. Each leg
@@ -41,7 +41,8 @@ CLIENT_LEGS = {
     "client 2026-07-28": ["--suite", "all", "--spec-version", "2026-07-28"],
     "client extensions": ["--suite", "all"],
 }
-QUICK = {"server 2025-11-25", "server 2026-07-28", "client 2026-07-28"}
+# CI's legs: every dated revision; the extension legs (tasks, DPoP, ...) run in nox only.
+QUICK = {"server 2025-11-25", "server 2026-07-28", "client 2025-11-25", "client 2026-07-28"}
 
 
 def install() -> Path:
