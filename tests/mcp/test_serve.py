@@ -67,6 +67,8 @@ async def test_served_tools_keep_their_definitions_results_progress_errors_and_a
             "picture",
             "interview",
             "edit_memo",
+            "nap",
+            "woken",
         ]
         assert tools["add"].read_only and not tools["steps"].read_only
         assert tools["add"].description == "Add two integers."
@@ -226,3 +228,21 @@ async def test_a_served_tool_logs_and_asks_the_clients_user_and_model(
         result = await call(server, "interview")
     assert text(result) == "accept {'name': '?'} / small-1: hi there"
     assert [e.data for e in logs if isinstance(e, mcp.ServerLog)] == ["interviewing agentloop"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_call_the_client_cancels_is_cancelled_in_the_served_tool(
+    spec: mcp.ServerSpec, mode: str
+) -> None:
+    name = f"nap-{mode}-{type(spec).__name__}-{anyio.get_current_task().id}"
+    async with mcp.open_toolset(msgspec.structs.replace(spec, mode=mode)) as server:
+        napping = [t for t in server.get_tools() if t.name == "nap"][0]
+        with anyio.CancelScope() as scope:
+
+            def on_update(update: Any) -> None:
+                scope.cancel()  # once the served tool runs
+
+            await napping.execute("n", {"name": name}, on_update)
+        assert scope.cancelled_caught
+        woken = await call(server, "woken", name=name)
+        assert woken.details["structured_content"] == {"result": True}

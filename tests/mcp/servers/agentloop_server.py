@@ -73,6 +73,30 @@ class Picture(al.Tool):
         )
 
 
+NAPS: dict[str, anyio.Event] = {}
+
+
+@al.tool
+async def nap(name: str, ctx: al.ToolContext) -> str:
+    """Reports progress ("napping"), then sleeps until cancelled; remembers the cancellation."""
+    woken = NAPS.setdefault(name, anyio.Event())
+    try:
+        ctx.on_update("napping")
+        await anyio.sleep_forever()
+    finally:
+        woken.set()
+    return "unreachable"
+
+
+@al.tool
+async def woken(name: str) -> bool:
+    """Whether the nap ``name`` was cancelled (waiting up to 10 s for it to be)."""
+    event = NAPS.setdefault(name, anyio.Event())
+    with anyio.move_on_after(10):
+        await event.wait()
+    return event.is_set()
+
+
 @al.tool
 async def interview(ctx: al.ToolContext) -> str:
     """Logs, asks the client's user and the client's model, and reports both answers."""
@@ -145,6 +169,8 @@ TOOLS: list[al.AgentTool] = [
     Picture(),
     interview,
     edit_memo,
+    nap,
+    woken,
 ]
 
 
