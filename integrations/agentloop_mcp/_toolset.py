@@ -351,6 +351,8 @@ class McpToolset(ChangeWatcher):
                         # Subscribed before listing: no change can fall between the two.
                         await tg.start(self._listen, conn)
                     listed = await list_all_tools(client)
+                    # Before it is in use, within the connect timeout (and cancelled by a close).
+                    await self._restore(conn)
                     scope.deadline = math.inf
                     self._install(conn, client, listed)
                     connected = True
@@ -358,7 +360,6 @@ class McpToolset(ChangeWatcher):
                         task_status.started()
                     tg.start_soon(self._refresh_on_change, conn)
                     tg.start_soon(self._announce_roots, conn)
-                    await self._restore(conn)
                     await conn.ended.wait()
                     # Calls in flight end now, not after the SDK's shutdown of the server.
                     self._retire(conn)

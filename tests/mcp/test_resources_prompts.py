@@ -9,7 +9,18 @@ import pytest
 import agentloop as al
 import agentloop_mcp as mcp
 
-from ._helpers import ERAS, PNG_B64, Events, Mode, call, features_spec, text, tool_named
+from ._helpers import (
+    ERAS,
+    PNG_B64,
+    Events,
+    Mode,
+    call,
+    features_spec,
+    kill9,
+    server_pid,
+    text,
+    tool_named,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -179,3 +190,18 @@ async def test_a_server_without_resources_or_prompts_lists_none() -> None:
             async with server.watch_resource("x://y"):
                 pass
         assert tool_named(server, "echo").name == "echo"
+
+
+async def test_subscriptions_and_the_log_level_are_renewed_after_a_restart() -> None:
+    events = Events()
+    spec = features_spec("legacy", log_level="error")
+    async with mcp.open_toolset(spec, on_event=events) as server:
+        async with server.watch_resource("notes://today") as updates:
+            kill9(await server_pid(server))
+            await events.wait_for(mcp.ServerConnected, count=2)  # restarted
+            state = (await call(server, "state")).details["structured_content"]
+            assert state == {"level": "error", "subscribed": ["notes://today"]}
+            await call(server, "edit_note", text="after the crash")
+            with anyio.fail_after(20):
+                update = await updates.receive()
+        assert update.uri == "notes://today"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import sys
 from typing import Any
@@ -330,6 +331,12 @@ async def on_unsubscribe(
 ) -> EmptyResult:
     SUBSCRIBED.discard(str(params.uri))
     return EmptyResult()
+
+
+@mcp.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
 
 
 @mcp.tool()
