@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -22,15 +22,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._connection import Connection, describe, list_all_tools, single_exception
 from ._errors import RequestFailed, ServerUnavailable
-from ._events import ElicitationCompleted, ListChanged, McpEvent, ResourceUpdated
+from ._events import ElicitationCompleted, ListChanged, McpEvent, ResourceUpdated, ToolsChanged
 from ._features import ServerFeatures
+from ._tool import McpTool, build_tools
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
     from anyio.abc import ObjectReceiveStream, TaskStatus
 
+    from agentloop import AgentTool
+
     from ._roots import Roots
+    from ._toolset import McpToolset
 
 __all__ = ["ChangeWatcher"]
 
@@ -46,12 +50,30 @@ class ChangeWatcher(ServerFeatures):
     _refresh_wanted: anyio.Event
     _refreshed: anyio.Event
     _roots: Roots | None
+    _tools: tuple[AgentTool, ...]
+    _resource_tool: AgentTool | None
+    _connections: int
 
     if TYPE_CHECKING:  # McpToolset's
 
-        def _set_tools(self, listed: Sequence[types.Tool]) -> None: ...
-
         def _emit(self, event: McpEvent) -> None: ...
+
+    def _set_tools(self, listed: Sequence[types.Tool]) -> None:
+        old = tuple(t for t in self._tools if isinstance(t, McpTool))
+        new: tuple[AgentTool, ...] = build_tools(cast("McpToolset", self), self.spec, listed, old)
+        if self._resource_tool is not None:
+            new = (*new, self._resource_tool)
+        if new == self._tools:
+            return
+        before = {t.name for t in self._tools}
+        after = {t.name for t in new}
+        self._tools = new
+        if self._connections:
+            self._emit(
+                ToolsChanged(
+                    server=self.name, added=sorted(after - before), removed=sorted(before - after)
+                )
+            )
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):

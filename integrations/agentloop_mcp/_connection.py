@@ -101,10 +101,13 @@ class Connection:
                 if exc.code == types.CONNECTION_CLOSED:
                     self.end("the connection closed")
                     return Lost(self.reason or "the connection closed")
+                details = {"server": tool.server, "tool": tool.mcp_name, "code": exc.code}
+                if exc.data is not None:
+                    details["error_data"] = exc.data
                 return AgentToolResult.error(
                     f"MCP server {tool.server!r} refused the call to {tool.mcp_name!r}: "
                     f"{exc.message} (code {exc.code})",
-                    details={"server": tool.server, "tool": tool.mcp_name, "code": exc.code},
+                    details=details,
                 )
             except Exception as exc:
                 if self.lost:

@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from mcp import types
+from pydantic import ValidationError
 
 import agentloop as al
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ._sampling import Sampler
 
 __all__ = ["ClientHandlers"]
+
+URL_ELICITATION_REQUIRED = -32042  # a call refused until the user visits some pages
 
 log = logging.getLogger("agentloop.mcp")
 
@@ -149,6 +152,29 @@ class ClientHandlers:
             )
         )
         return elicit_result(answer)
+
+    async def visit_urls(self, result: al.AgentToolResult) -> bool:
+        """A call refused with "URL elicitation required" (-32042, 2025-11-25): ask the user
+        about each page the server named; whether they agreed to visit all of them (then the
+        call is worth repeating once)."""
+        details = result.details if isinstance(result.details, dict) else {}
+        if not result.is_error or details.get("code") != URL_ELICITATION_REQUIRED:
+            return False
+        try:
+            data = types.ElicitationRequiredErrorData.model_validate(details.get("error_data"))
+        except ValidationError:
+            return False
+        agreed = bool(data.elicitations)
+        for params in data.elicitations:
+            request = to_request(self.server, params)
+            answer = await answer_elicitation(self.elicitation, request)
+            action = answer.action if not isinstance(answer, str) else "error"
+            reason = answer.reason if not isinstance(answer, str) else answer
+            self.emit(
+                ElicitationAnswered(server=self.server, mode="url", action=action, reason=reason)
+            )
+            agreed = agreed and action == "accept"
+        return agreed
 
     # ------------------------------------------------------------------ roots, logs
 

@@ -38,11 +38,10 @@ from ._events import (
     ServerConnected,
     ServerCrashed,
     ServerRestartFailed,
-    ToolsChanged,
 )
 from ._handlers import ClientHandlers
 from ._resources import ReadResourceTool
-from ._tool import McpTool, agent_name, build_tools, to_agent_result
+from ._tool import McpTool, agent_name, to_agent_result
 from ._transport import open_transport
 
 if TYPE_CHECKING:
@@ -185,6 +184,7 @@ class McpToolset(ChangeWatcher):
 
     async def _call(self, tool: McpTool, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
         retries = 1 if tool.idempotent else 0
+        sent_to_urls = False
         while True:
             conn = await self._wait_connected()
             if conn is None:
@@ -205,6 +205,10 @@ class McpToolset(ChangeWatcher):
                     outcome, server=self.name, tool=tool.mcp_name, limits=self.spec.limits
                 )
             if not isinstance(outcome, Lost):
+                if not sent_to_urls and await self._handlers.visit_urls(outcome):
+                    # The user agreed to complete what the server asked for first: once more.
+                    sent_to_urls = True
+                    continue
                 return outcome
             if retries == 0 or self._closing:
                 return AgentToolResult.error(
@@ -416,23 +420,6 @@ class McpToolset(ChangeWatcher):
     def restarts(self) -> int:
         """How many times the connection was re-established after a loss."""
         return max(0, self._connections - 1)
-
-    def _set_tools(self, listed: Sequence[types.Tool]) -> None:
-        old = tuple(t for t in self._tools if isinstance(t, McpTool))
-        new: tuple[AgentTool, ...] = build_tools(self, self.spec, listed, old)
-        if self._resource_tool is not None:
-            new = (*new, self._resource_tool)
-        if new == self._tools:
-            return
-        before = {t.name for t in self._tools}
-        after = {t.name for t in new}
-        self._tools = new
-        if self._connections:
-            self._emit(
-                ToolsChanged(
-                    server=self.name, added=sorted(after - before), removed=sorted(before - after)
-                )
-            )
 
     # ------------------------------------------------------------------ events
 

@@ -231,3 +231,37 @@ async def test_subscribed_resources_are_updated(everything: mcp.ServerSpec) -> N
                 update = await updates.receive()
         assert update.uri == uri
         assert json.dumps(update.uri)
+
+
+async def test_a_call_that_needs_a_page_visited_first_is_repeated_once_the_user_agrees(
+    everything: mcp.ServerSpec,
+) -> None:
+    asked: list[mcp.ElicitationRequest] = []
+
+    async def consent(request: mcp.ElicitationRequest) -> mcp.ElicitationResponse:
+        asked.append(request)
+        return mcp.ElicitationResponse.accept()
+
+    arguments = {
+        "url": "https://example.com/connect",
+        "message": "Connect your account",
+        "elicitationId": f"connect-{anyio.get_current_task().id}",
+        "errorPath": True,  # the server answers -32042 "URL elicitation required"
+    }
+    async with mcp.open_toolset(everything, elicitation=consent) as server:
+        result = await call(server, "trigger-url-elicitation", **arguments)
+        assert not result.is_error, text(result)
+    # Asked twice: first for the page the error named (the server's prerequisite), then by the
+    # repeated call itself.
+    assert len(asked) == 2
+    assert asked[0].mode == "url" and asked[0].url
+    assert asked[1].url == "https://example.com/connect"
+
+    async def refuse(request: mcp.ElicitationRequest) -> mcp.ElicitationResponse:
+        return mcp.ElicitationResponse.decline("no")
+
+    arguments["elicitationId"] = f"refused-{anyio.get_current_task().id}"
+    async with mcp.open_toolset(everything, elicitation=refuse) as server:
+        refused = await call(server, "trigger-url-elicitation", **arguments)
+    assert refused.is_error
+    assert refused.details["code"] == -32042
