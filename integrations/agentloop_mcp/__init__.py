@@ -85,6 +85,7 @@ from ._sampling import (
 )
 from ._serve import build_server as build_server, serve as serve
 from ._serve_client import (
+    InputRequired as InputRequired,
     MissingCapability as MissingCapability,
     ServedClient as ServedClient,
     current_client as current_client,
@@ -106,6 +107,7 @@ __all__ = [
     "ElicitationRequest",
     "ElicitationResponse",
     "HttpServer",
+    "InputRequired",
     "ListChanged",
     "LogLevel",
     "McpError",

@@ -16,6 +16,7 @@ here can ask a human.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -27,6 +28,7 @@ import anyio.from_thread
 import msgspec
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 
@@ -40,8 +42,14 @@ from agentloop import (
 from agentloop.policy import ApprovedWith, Rejected
 
 from ._content import to_mcp_blocks
-from ._serve_client import MissingCapability, ServedClient, serving
-from ._serve_content import ContentHandlers, connection_of
+from ._serve_client import (
+    InputRequired,
+    InvalidAnswer,
+    MissingCapability,
+    ServedClient,
+    serving,
+)
+from ._serve_content import ContentHandlers, connection_of, served_client
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -163,7 +171,7 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         tool = by_name.get(params.name)
         if tool is None:
             return _error(f"unknown tool {params.name!r}; available: {', '.join(by_name)}")
@@ -186,7 +194,7 @@ def build_server(
             validated = validators[tool.name](arguments)
         except ToolArgumentError as exc:
             return _error(f"invalid arguments for tool {tool.name!r}: {exc}")
-        client = ServedClient(ctx, level=content.levels.get(connection_of(ctx)))
+        client = served_client(ctx, params, content.levels.get(connection_of(ctx)))
         return await _run(ctx, tool, call_id, validated, client)
 
     server: Server[Any] = Server(
@@ -196,6 +204,11 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **content.server_options(),
+    )
+    # The 2026 multi-round state travels sealed (AES-GCM with a key of this process): a
+    # client can echo it, not forge it.
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
     )
     # Registered after construction: the SDK's constructor warns that logging is deprecated
     # for 2026-era connections, but handshake-era clients still set their level with it.
@@ -209,7 +222,7 @@ async def _run(
     call_id: str,
     arguments: Any,
     client: ServedClient,
-) -> types.CallToolResult:
+) -> types.CallToolResult | types.InputRequiredResult:
     """Run one tool, forwarding its progress updates as they come; ``current_client()`` is
     ``client`` while it runs."""
     serving(client)
@@ -247,6 +260,8 @@ async def _run(
 
     result: types.CallToolResult
     missing: MissingCapability | None = None
+    asked: types.InputRequiredResult | None = None
+    invalid: InvalidAnswer | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(forward)
         try:
@@ -256,9 +271,21 @@ async def _run(
         except MissingCapability as exc:
             missing = exc
             result = _error(str(exc))
+        except InputRequired as needed:
+            # 2026: the client answers, then calls again (the tool runs from the start).
+            state = json.dumps(needed.state)
+            requests: Any = {needed.key: needed.request}
+            asked = types.InputRequiredResult(input_requests=requests, request_state=state)
+        except InvalidAnswer as exc:
+            invalid = exc
+            result = _error(str(exc))
         except Exception as exc:
             log.warning("tool %s raised", tool.name, exc_info=True)
             result = _error(f"tool {tool.name!r} failed: {type(exc).__name__}: {exc}")
+    if asked is not None:
+        return asked
+    if invalid is not None:
+        raise MCPError(types.INVALID_PARAMS, str(invalid))
     if missing is not None:
         # A protocol error, not a tool result: the client must learn what it lacks. Raised
         # here, outside the task group, so that it reaches the SDK as itself.

@@ -14,14 +14,19 @@ ask its user (elicitation, form or URL) and ask its model (sampling)::
                 return "not deployed"
         ...
 
-These are the protocol's server-to-client requests, which exist on handshake-era connections
-(2025-11-25 and before). On 2026-era connections they do not: ``elicit`` and ``sample`` raise
-``RequestFailed`` there (log messages are sent when the client opted into them).
+Over the 2025 handshake these are requests from the server to the client, answered while the
+tool waits. On 2026-07-28 connections there are no such requests: an ask the client has not
+answered yet ends the call with an ``InputRequiredResult`` naming it (the question's ``key``),
+and the client calls the tool again with the answer; the tool then runs **from the start**, and
+each ask it has an answer for returns at once. Answers of earlier rounds travel in the sealed
+``requestState``. So on 2026 connections, what a tool does before it asks may be done once per
+round: keep it free of effects, or ask first. Log messages are sent when the client opted in.
 """
 
 from __future__ import annotations
 
 import contextvars
+import json
 import warnings
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +34,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from agentloop import AssistantMessage, Image, StopReason, Text, Usage
 
@@ -38,7 +44,7 @@ from ._errors import McpError, RequestFailed
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["MissingCapability", "ServedClient", "current_client", "serving"]
+__all__ = ["InputRequired", "MissingCapability", "ServedClient", "current_client", "serving"]
 
 T = TypeVar("T")
 _current: contextvars.ContextVar[ServedClient | None] = contextvars.ContextVar(
@@ -58,6 +64,28 @@ class MissingCapability(McpError):
     def __init__(self, capabilities: Sequence[str]) -> None:
         super().__init__(f"this tool needs the client capabilities {', '.join(capabilities)}")
         self.capabilities = list(capabilities)
+
+
+class InputRequired(McpError):
+    """A served tool asked what the client (2026-era) has not answered yet: ``serve`` ends the
+    call with an ``InputRequiredResult`` and the client calls again with the answer. A tool
+    must let it propagate.
+
+    Attributes:
+        key: the question's key.
+        request: the MCP request for it.
+        state: the answers so far, to carry to the next round.
+    """
+
+    def __init__(self, key: str, request: Any, state: dict[str, Any]) -> None:
+        super().__init__(f"the client must answer {request.method} ({key}) first")
+        self.key = key
+        self.request = request
+        self.state = state
+
+
+class InvalidAnswer(McpError):
+    """A 2026-era client answered a question with something that is not an answer to it."""
 
 
 def current_client() -> ServedClient | None:
@@ -86,9 +114,27 @@ class ServedClient:
         protocol_version: the protocol version of its connection.
     """
 
-    def __init__(self, context: Any, *, level: str | None = None) -> None:
+    def __init__(
+        self,
+        context: Any,
+        *,
+        level: str | None = None,
+        responses: dict[str, Any] | None = None,
+        state: str | None = None,
+    ) -> None:
         self._context = context
         self._level = level
+        # 2026-era rounds: the answers of earlier rounds (from the sealed state) and this one's.
+        self._answers: dict[str, Any] = {}
+        if state:
+            try:
+                earlier = json.loads(state)
+            except ValueError:
+                earlier = None
+            if isinstance(earlier, dict) and isinstance(earlier.get("answers"), dict):
+                self._answers.update(earlier["answers"])
+        self._answers.update(responses or {})
+        self._asked = 0
         session = context.session
         params = getattr(session, "client_params", None)
         info = getattr(params, "client_info", None)
@@ -116,9 +162,20 @@ class ServedClient:
         if missing:
             raise MissingCapability(missing)
 
-    def _handshake_only(self, method: str) -> None:
-        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            raise RequestFailed("client", method, None, "not available on a 2026-era connection")
+    async def _ask(self, key: str | None, request: Any, result_type: type[T]) -> T:
+        """Send ``request`` (handshake era), or answer it from this round's answers (2026)."""
+        self._asked += 1
+        key = key or f"{request.method.split('/')[0]}-{self._asked}"
+        if self.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await self._send(request, result_type)
+        if key not in self._answers:
+            raise InputRequired(key, request, {"answers": self._answers})
+        try:
+            return result_type.model_validate(self._answers[key], by_name=False)  # type: ignore[attr-defined,no-any-return]
+        except ValidationError as exc:
+            raise InvalidAnswer(
+                f"the answer to {key!r} is not a {request.method} result: {exc}"
+            ) from None
 
     def _metadata(self) -> ServerMessageMetadata:
         return ServerMessageMetadata(related_request_id=self._context.request_id)
@@ -137,32 +194,38 @@ class ServedClient:
             related_request_id=self._context.request_id,
         )
 
-    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResponse:
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitationResponse:
         """Ask the client's user to fill in a form (a flat JSON Schema object).
+
+        ``key`` names the question on 2026-era connections (default: its place in the call).
 
         Raises:
             RequestFailed: the client cannot be asked, or answered with an error.
+            InputRequired: (2026) the client has not answered yet; let it propagate.
         """
-        self._handshake_only("elicitation/create")
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
         )
-        result = await self._send(request, types.ElicitResult)
+        result = await self._ask(key, request, types.ElicitResult)
         return ElicitationResponse(action=result.action, content=result.content)
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitationResponse:
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, key: str | None = None
+    ) -> ElicitationResponse:
         """Ask the client's user to visit ``url`` (accept means they agreed to go).
 
         Raises:
             RequestFailed: the client cannot be asked, or answered with an error.
+            InputRequired: (2026) the client has not answered yet; let it propagate.
         """
-        self._handshake_only("elicitation/create")
         request = types.ElicitRequest(
             params=types.ElicitRequestURLParams(
                 message=message, url=url, elicitation_id=elicitation_id
             )
         )
-        result = await self._send(request, types.ElicitResult)
+        result = await self._ask(key, request, types.ElicitResult)
         return ElicitationResponse(action=result.action)
 
     async def sample(
@@ -173,13 +236,14 @@ class ServedClient:
         system_prompt: str | None = None,
         temperature: float | None = None,
         hints: Sequence[str] = (),
+        key: str | None = None,
     ) -> AssistantMessage:
         """Ask the client's model to answer ``messages`` (user turns, as text).
 
         Raises:
             RequestFailed: the client cannot sample, refused, or failed.
+            InputRequired: (2026) the client has not answered yet; let it propagate.
         """
-        self._handshake_only("sampling/createMessage")
         preferences = (
             types.ModelPreferences(hints=[types.ModelHint(name=h) for h in hints])
             if hints
@@ -199,7 +263,7 @@ class ServedClient:
                 model_preferences=preferences,
             )
         )
-        result = await self._send(request, types.CreateMessageResult)
+        result = await self._ask(key, request, types.CreateMessageResult)
         content = result.content
         block: Text | Image
         if isinstance(content, types.ImageContent):
@@ -212,6 +276,16 @@ class ServedClient:
             stop_reason=_STOP.get(str(result.stop_reason), StopReason.STOP),
             usage=Usage(),
         )
+
+    async def roots(self, *, key: str | None = None) -> list[str]:
+        """The client's roots (``file://`` URIs).
+
+        Raises:
+            RequestFailed: the client has no roots to give, or failed.
+            InputRequired: (2026) the client has not answered yet; let it propagate.
+        """
+        result = await self._ask(key, types.ListRootsRequest(), types.ListRootsResult)
+        return [str(root.uri) for root in result.roots]
 
     async def _send(self, request: Any, result_type: type[T]) -> T:
         try:

@@ -9,6 +9,7 @@ request or a broken function never stops the server.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from agentloop import AssistantMessage
 from ._errors import PromptArgumentError
 from ._prompts import Prompt as PromptInfo, validate
 from ._resources import to_mcp_contents
+from ._serve_client import InputRequired, InvalidAnswer, ServedClient, serving
 from ._served import mcp_message_content
 
 if TYPE_CHECKING:
@@ -31,12 +33,25 @@ if TYPE_CHECKING:
 
     from ._served import ServedPrompt, ServedResource
 
-__all__ = ["ContentHandlers"]
+__all__ = ["ContentHandlers", "connection_of", "served_client"]
 
 log = logging.getLogger("agentloop.mcp.serve")
 
 # The code for an unknown resource: its own up to 2025-11-25, "invalid params" since (SEP-2164).
 RESOURCE_NOT_FOUND = -32002
+
+
+def served_client(ctx: ServerRequestContext[Any], params: Any, level: str | None) -> ServedClient:
+    """The ``current_client()`` of a request: its connection, its log level, and (2026) the
+    answers it carries."""
+    responses = {
+        key: value.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if hasattr(value, "model_dump")
+        else value
+        for key, value in (getattr(params, "input_responses", None) or {}).items()
+    }
+    state = getattr(params, "request_state", None)
+    return ServedClient(ctx, level=level, responses=responses, state=state)
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Any:
@@ -179,7 +194,7 @@ class ContentHandlers:
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         prompt = self.prompts.get(params.name)
         if prompt is None:
             raise MCPError(types.INVALID_PARAMS, f"no prompt {params.name!r}")
@@ -188,8 +203,16 @@ class ContentHandlers:
             arguments = validate(info, params.arguments)
         except PromptArgumentError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        # A prompt function may ask the client too (current_client()), as a served tool does.
+        serving(served_client(ctx, params, self.levels.get(connection_of(ctx))))
         try:
             messages = await prompt.messages(arguments)
+        except InputRequired as needed:
+            return types.InputRequiredResult(
+                input_requests={needed.key: needed.request}, request_state=json.dumps(needed.state)
+            )
+        except InvalidAnswer as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         except Exception as exc:
             log.warning("prompt %s failed", prompt.name, exc_info=True)
             raise MCPError(types.INTERNAL_ERROR, f"prompt {prompt.name!r} failed: {exc}") from None

@@ -225,6 +225,82 @@ async def test_missing_capability() -> str:
     return "Client declared sampling capability; proceeding."
 
 
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+OK_FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def client() -> agentloop_mcp.ServedClient:
+    found = agentloop_mcp.current_client()
+    assert found is not None
+    return found
+
+
+# The 2026 multi-round tools: each ask the client has not answered ends the round (SEP-2322).
+
+
+@al.tool
+async def test_input_required_result_elicitation() -> str:
+    """Tests InputRequiredResult with a single elicitation request"""
+    answer = await client().elicit("What is your name?", NAME_FORM, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@al.tool
+async def test_input_required_result_sampling() -> str:
+    """Tests InputRequiredResult with a single sampling request"""
+    said = await client().sample(
+        ["What is the capital of France?"], max_tokens=100, key="capital_question"
+    )
+    return f"Model said: {said.text}"
+
+
+@al.tool
+async def test_input_required_result_list_roots() -> str:
+    """Tests InputRequiredResult with a single roots/list request"""
+    roots = await client().roots(key="client_roots")
+    return f"Client exposed {len(roots)} root(s)."
+
+
+@al.tool
+async def test_input_required_result_request_state() -> str:
+    """Tests requestState round-tripping in the InputRequiredResult flow"""
+    await client().elicit("Please confirm", OK_FORM, key="confirm")
+    return "state-ok: confirmation received"
+
+
+@al.tool
+async def test_input_required_result_multi_round() -> str:
+    """Tests a three-round InputRequiredResult flow with evolving requestState"""
+    asker = client()
+    name = await asker.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    colour_form = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    colour = await asker.elicit("Step 2: What is your favorite color?", colour_form, key="step2")
+    return f"{(name.content or {}).get('name')} likes {(colour.content or {}).get('color')}."
+
+
+@al.tool
+async def test_input_required_result_tampered_state() -> str:
+    """Tests that the server rejects a tampered requestState echo"""
+    await client().elicit("Please confirm", OK_FORM, key="confirm")
+    return "state-ok"
+
+
+@al.tool
+async def test_input_required_result_capabilities() -> str:
+    """Tests that inputRequests only include methods the client declared support for"""
+    asker = client()
+    caps = asker.capabilities
+    if caps is None or caps.sampling is not None:
+        await asker.sample(["Say hello"], max_tokens=50, key="sample")
+    if caps is None or caps.elicitation is not None:
+        await asker.elicit("What is your name?", NAME_FORM, key="ask")
+    return "capability-gated"
+
+
 class RegionTool(al.Tool):
     """A tool with an argument mirrored into an HTTP header (2026, SEP-2243)."""
 
@@ -298,6 +374,13 @@ TOOLS: list[al.AgentTool] = [
     test_elicitation_sep1330_enums,
     test_error_handling,
     test_missing_capability,
+    test_input_required_result_elicitation,
+    test_input_required_result_sampling,
+    test_input_required_result_list_roots,
+    test_input_required_result_request_state,
+    test_input_required_result_multi_round,
+    test_input_required_result_tampered_state,
+    test_input_required_result_capabilities,
     RegionTool(),
     JsonSchema2020Tool(),
 ]
@@ -364,7 +447,20 @@ def test_prompt_with_image() -> list[al.AgentMessage]:
     ]
 
 
+@agentloop_mcp.prompt()
+async def test_input_required_result_prompt() -> str:
+    """Tests InputRequiredResult from prompts/get (SEP-2322 non-tool request)"""
+    form = {
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    }
+    answer = await client().elicit("What context should the prompt use?", form, key="user_context")
+    return f"Use the following context: {(answer.content or {}).get('context', '?')}"
+
+
 PROMPTS = [
+    test_input_required_result_prompt,
     test_simple_prompt,
     test_prompt_with_arguments,
     test_prompt_with_embedded_resource,
