@@ -83,6 +83,18 @@ def conformance(session: nox.Session) -> None:
     )
 
 
+@nox.session(name="mcp-conformance")
+def mcp_conformance(session: nox.Session) -> None:
+    """The official MCP conformance suite: its server scenarios against ``agentloop_mcp.serve``,
+    its client scenarios against the client, every leg (``-- --quick`` for CI's legs).
+
+    Needs npm: Node 22 and the suite are installed once into ``.mcp-conformance/``. Expected
+    failures, each with its reason: tests/mcp/conformance/expected-failures.yml.
+    """
+    _install(session)
+    session.run("python", "tests/mcp/conformance/run.py", *session.posargs)
+
+
 @nox.session(name="bench-smoke")
 def bench_smoke(session: nox.Session) -> None:
     """Every benchmark, briefly, to show that they still run."""

@@ -20,7 +20,20 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-__all__ = ["HttpServer", "RestartPolicy", "ServerSpec", "StdioServer", "child_environment"]
+from ._content import ResultLimits
+
+__all__ = [
+    "HttpServer",
+    "LogLevel",
+    "RestartPolicy",
+    "ServerSpec",
+    "StdioServer",
+    "child_environment",
+]
+
+LogLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,8 +73,12 @@ class _Spec(msgspec.Struct, frozen=True, kw_only=True, tag_field="transport"):
     trust_read_only_hints: bool = True
     connect_timeout: float = 30.0
     call_timeout: float | None = None
+    request_timeout: float = 60.0
     restart: RestartPolicy | None = RestartPolicy()
     mode: Literal["auto", "legacy"] = "auto"
+    limits: ResultLimits = ResultLimits()
+    log_level: LogLevel | None = None
+    resource_tool: bool = False
 
 
 class StdioServer(_Spec, frozen=True, kw_only=True, tag="stdio"):
@@ -89,9 +106,17 @@ class StdioServer(_Spec, frozen=True, kw_only=True, tag="stdio"):
         connect_timeout: the bound on connecting (spawn, handshake, tool list), and on how long
             a call waits for a restarting server.
         call_timeout: the bound on one call (``None``: the loop's own limits only).
+        request_timeout: the bound on any other request (a listing, a resource read, a prompt).
         restart: what to do when the connection is lost; ``None`` never restarts.
         mode: the MCP SDK's protocol negotiation: ``"auto"`` (newest both sides speak) or
             ``"legacy"`` (the ``initialize`` handshake).
+        limits: bounds on what one result (tool result, resource, prompt) may bring into the
+            history: text, blocks, images, binary data. What is cut is marked.
+        log_level: the least severe server log message wanted (``logging/setLevel`` on
+            connecting; on 2026-era connections, asked of every request); ``None`` leaves the
+            server's default.
+        resource_tool: also offer the model a ``read_resource`` tool (with the prefix) that
+            reads this server's resources by URI.
     """
 
     command: str

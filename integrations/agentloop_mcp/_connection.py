@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
+from mcp_types import LOG_LEVEL_META_KEY
 
 from agentloop import AgentToolResult, Text
 
@@ -16,7 +17,14 @@ if TYPE_CHECKING:
 
     from ._tool import McpTool
 
-__all__ = ["Connection", "Lost", "describe", "list_all_tools", "uses_listen"]
+__all__ = [
+    "Connection",
+    "Lost",
+    "describe",
+    "list_all_tools",
+    "single_exception",
+    "uses_listen",
+]
 
 _MAX_PAGES = 100  # a paginating server that never ends cannot hang a listing
 
@@ -60,9 +68,21 @@ class Connection:
             scope.cancel()
 
     async def call(
-        self, tool: McpTool, arguments: Any, on_update: OnUpdate, time_limit: float | None
+        self,
+        tool: McpTool,
+        arguments: Any,
+        on_update: OnUpdate,
+        time_limit: float | None,
+        log_level: str | None = None,
     ) -> types.CallToolResult | AgentToolResult | Lost:
-        """Run one call; a failure is an error result, the connection's loss a ``Lost``."""
+        """Run one call; a failure is an error result, the connection's loss a ``Lost``.
+
+        ``log_level`` is asked of the call itself on 2026-era connections (their logging is
+        opted into request by request).
+        """
+        meta: Any = None
+        if log_level is not None and self.client.protocol_version >= "2026":
+            meta = {LOG_LEVEL_META_KEY: log_level}
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
@@ -75,16 +95,19 @@ class Connection:
             try:
                 with anyio.move_on_after(math.inf if time_limit is None else time_limit):
                     result = await self.client.call_tool(
-                        tool.mcp_name, arguments, progress_callback=report
+                        tool.mcp_name, arguments, progress_callback=report, meta=meta
                     )
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self.end("the connection closed")
                     return Lost(self.reason or "the connection closed")
+                details = {"server": tool.server, "tool": tool.mcp_name, "code": exc.code}
+                if exc.data is not None:
+                    details["error_data"] = exc.data
                 return AgentToolResult.error(
                     f"MCP server {tool.server!r} refused the call to {tool.mcp_name!r}: "
                     f"{exc.message} (code {exc.code})",
-                    details={"server": tool.server, "tool": tool.mcp_name, "code": exc.code},
+                    details=details,
                 )
             except Exception as exc:
                 if self.lost:
@@ -136,3 +159,15 @@ def describe(exc: BaseException) -> str:
         return f"MCP error {exc.code}: {exc.message}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real exception of the group (else its first cancellation), or the group."""
+    cancelled = anyio.get_cancelled_exc_class()
+    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+    if not errors:
+        return group.exceptions[0]
+    if len(errors) == 1:
+        error = errors[0]
+        return single_exception(error) if isinstance(error, BaseExceptionGroup) else error
+    return group

@@ -11,15 +11,23 @@ logged and ignored. Every event is also logged on the ``agentloop.mcp`` logger.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 
+from agentloop import Usage
+
 __all__ = [
+    "ElicitationAnswered",
+    "ElicitationCompleted",
+    "ListChanged",
     "McpEvent",
+    "ResourceUpdated",
+    "SamplingAnswered",
     "ServerClosed",
     "ServerConnected",
     "ServerCrashed",
+    "ServerLog",
     "ServerRestartFailed",
     "ToolsChanged",
 ]
@@ -66,6 +74,64 @@ class ServerClosed(_Event, frozen=True, kw_only=True, tag="server_closed"):
     """The toolset was closed and its server stopped."""
 
 
+class ServerLog(_Event, frozen=True, kw_only=True, tag="server_log"):
+    """A log message of the server (``notifications/message``); also logged on
+    ``agentloop.mcp.server.<server>`` at the matching level."""
+
+    level: str
+    logger: str | None
+    data: Any
+
+
+class ListChanged(_Event, frozen=True, kw_only=True, tag="list_changed"):
+    """The server's resources or prompts changed (list them again to see how)."""
+
+    kind: Literal["resources", "prompts"]
+
+
+class ResourceUpdated(_Event, frozen=True, kw_only=True, tag="resource_updated"):
+    """A resource this client subscribed to changed (read it again to see how)."""
+
+    uri: str
+
+
+class SamplingAnswered(_Event, frozen=True, kw_only=True, tag="sampling_answered"):
+    """The server asked this client's model for a message (``sampling/createMessage``).
+
+    ``model`` is the model that answered (empty when none did), ``refused`` why the request
+    was not answered (``None`` when it was), ``usage`` what the answer spent.
+    """
+
+    model: str
+    refused: str | None
+    usage: Usage | None
+
+
+class ElicitationAnswered(_Event, frozen=True, kw_only=True, tag="elicitation_answered"):
+    """The server asked the user something (``elicitation/create``); ``action`` is the
+    answer (``accept``, ``decline`` or ``cancel``), ``reason`` why it was declined."""
+
+    mode: Literal["form", "url"]
+    action: str
+    reason: str | None
+
+
+class ElicitationCompleted(_Event, frozen=True, kw_only=True, tag="elicitation_completed"):
+    """The server says a URL-mode elicitation finished (the user completed it out of band)."""
+
+    elicitation_id: str
+
+
 McpEvent: TypeAlias = (
-    ServerConnected | ServerCrashed | ServerRestartFailed | ToolsChanged | ServerClosed
+    ServerConnected
+    | ServerCrashed
+    | ServerRestartFailed
+    | ToolsChanged
+    | ServerClosed
+    | ServerLog
+    | ListChanged
+    | ResourceUpdated
+    | SamplingAnswered
+    | ElicitationAnswered
+    | ElicitationCompleted
 )

@@ -15,13 +15,16 @@ block's task does the same, promptly, on the way out.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from ._errors import ToolsetClosed
+from ._connection import single_exception
+from ._errors import McpError, PromptArgumentError, ToolsetClosed
 from ._events import McpEvent
+from ._prompts import Prompt, PromptCommand, RenderedPrompt
 from ._toolset import McpToolset
 
 if TYPE_CHECKING:
@@ -30,9 +33,13 @@ if TYPE_CHECKING:
     from agentloop import AgentTool
 
     from ._config import ServerSpec
-    from ._tool import McpTool
+    from ._elicitation import ElicitationCallback
+    from ._roots import Roots
+    from ._sampling import Sampler
 
 __all__ = ["ToolsetGroup", "open_group", "open_toolset"]
+
+log = logging.getLogger("agentloop.mcp")
 
 OnEvent = Callable[[McpEvent], None]
 
@@ -46,16 +53,33 @@ class ToolsetGroup:
     Args:
         on_event: called with every ``McpEvent`` of the group's servers (unless ``connect``
             is given its own).
+        sampling: answers the servers' sampling requests (see ``Sampler``); without one,
+            servers are told the client does not sample.
+        elicitation: asks the user what a server wants to know; without one (headless),
+            every request is declined with a reason.
+        roots: the roots offered to the servers, kept current (``Roots.set``).
+
+    ``connect`` may override each of these for one server.
     """
 
     name = "mcp"
 
-    def __init__(self, *, on_event: OnEvent | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_event: OnEvent | None = None,
+        sampling: Sampler | None = None,
+        elicitation: ElicitationCallback | None = None,
+        roots: Roots | None = None,
+    ) -> None:
         self._on_event = on_event
+        self._sampling = sampling
+        self._elicitation = elicitation
+        self._roots = roots
         self._toolsets: list[McpToolset] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._open = False
-        self._cache: tuple[tuple[Sequence[McpTool], ...], list[AgentTool]] = ((), [])
+        self._cache: tuple[tuple[Sequence[AgentTool], ...], list[AgentTool]] = ((), [])
 
     @property
     def toolsets(self) -> list[McpToolset]:
@@ -63,11 +87,20 @@ class ToolsetGroup:
         self._toolsets = [t for t in self._toolsets if t.state != "closed"]
         return list(self._toolsets)
 
-    async def connect(self, spec: ServerSpec, *, on_event: OnEvent | None = None) -> McpToolset:
+    async def connect(
+        self,
+        spec: ServerSpec,
+        *,
+        on_event: OnEvent | None = None,
+        sampling: Sampler | None = None,
+        elicitation: ElicitationCallback | None = None,
+        roots: Roots | None = None,
+    ) -> McpToolset:
         """Start a server (or reach it), list its tools and return its toolset.
 
         Returns once the first connection is up. Callable from any task while the group is
-        open; cancelling the caller while it connects stops the server.
+        open; cancelling the caller while it connects stops the server. ``on_event``,
+        ``sampling``, ``elicitation`` and ``roots`` default to the group's.
 
         Raises:
             ConnectFailed: the server could not be started or reached within
@@ -76,7 +109,13 @@ class ToolsetGroup:
         """
         if not self._open or self._tg is None:
             raise ToolsetClosed("this ToolsetGroup is not open")
-        toolset = McpToolset(spec, on_event=on_event or self._on_event)
+        toolset = McpToolset(
+            spec,
+            on_event=on_event or self._on_event,
+            sampling=sampling or self._sampling,
+            elicitation=elicitation or self._elicitation,
+            roots=roots or self._roots,
+        )
         # Listed before it connects, so that closing the group stops a connection under way.
         self._toolsets.append(toolset)
         try:
@@ -96,6 +135,39 @@ class ToolsetGroup:
             tools = [tool for part in parts for tool in part]
             self._cache = (parts, tools)
         return tools
+
+    async def prompt_commands(self) -> list[PromptCommand]:
+        """Every open server's prompts as user-interface commands, in connection order.
+
+        A server that cannot list its prompts now is left out (and logged), so one broken
+        server does not take the others' commands away.
+        """
+        commands: list[PromptCommand] = []
+        for toolset in self.toolsets:
+            try:
+                commands.extend(await toolset.prompt_commands())
+            except McpError as exc:
+                log.warning("MCP server %s: its prompts are left out: %s", toolset.name, exc)
+        return commands
+
+    async def run_command(self, command: str, text: str = "") -> RenderedPrompt:
+        """Render the prompt behind ``command`` (a ``PromptCommand.name``) with the arguments
+        a user typed after it (see ``PromptCommand.parse``).
+
+        Raises:
+            PromptArgumentError: no open server has this command, or the arguments do not
+                fit the prompt.
+            ServerUnavailable: the server has no live connection.
+            RequestFailed: the server answered with an error or not in time.
+        """
+        for toolset in self.toolsets:
+            prefix = PromptCommand.of(Prompt(name="", server=toolset.name)).name
+            if not command.startswith(prefix):
+                continue
+            for found in await toolset.prompt_commands():
+                if found.name == command:
+                    return await toolset.get_prompt(found.prompt, found.parse(text))
+        raise PromptArgumentError(command, "no open MCP server offers this command")
 
     async def aclose(self) -> None:
         """Close every toolset of the group (the group itself stays open)."""
@@ -127,27 +199,21 @@ class ToolsetGroup:
             return await self._tg.__aexit__(exc_type, exc_val, exc_tb)
         except BaseExceptionGroup as group:
             # The owners keep their failures; what escapes is the body's, as itself.
-            error = _single_exception(group)
+            error = single_exception(group)
             if error is group:
                 raise
             raise error from error.__cause__
 
 
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real exception of the group (else its first cancellation), or the group."""
-    cancelled = anyio.get_cancelled_exc_class()
-    errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
-    if not errors:
-        return group.exceptions[0]
-    if len(errors) == 1:
-        error = errors[0]
-        return _single_exception(error) if isinstance(error, BaseExceptionGroup) else error
-    return group
-
-
-def open_group(*, on_event: OnEvent | None = None) -> ToolsetGroup:
+def open_group(
+    *,
+    on_event: OnEvent | None = None,
+    sampling: Sampler | None = None,
+    elicitation: ElicitationCallback | None = None,
+    roots: Roots | None = None,
+) -> ToolsetGroup:
     """A ``ToolsetGroup``, to use with ``async with``; see ``ToolsetGroup``."""
-    return ToolsetGroup(on_event=on_event)
+    return ToolsetGroup(on_event=on_event, sampling=sampling, elicitation=elicitation, roots=roots)
 
 
 class open_toolset:  # named as a function: used as ``async with open_toolset(spec)``
@@ -163,13 +229,26 @@ class open_toolset:  # named as a function: used as ``async with open_toolset(sp
     Args:
         spec: the server.
         on_event: called with the server's ``McpEvent``s.
+        sampling: answers the server's sampling requests (see ``Sampler``).
+        elicitation: asks the user what the server wants to know (headless: declined).
+        roots: the roots offered to the server.
 
     Raises:
         ConnectFailed: on entering, when the server cannot be started or reached.
     """
 
-    def __init__(self, spec: ServerSpec, *, on_event: OnEvent | None = None) -> None:
-        self._group = ToolsetGroup(on_event=on_event)
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        on_event: OnEvent | None = None,
+        sampling: Sampler | None = None,
+        elicitation: ElicitationCallback | None = None,
+        roots: Roots | None = None,
+    ) -> None:
+        self._group = ToolsetGroup(
+            on_event=on_event, sampling=sampling, elicitation=elicitation, roots=roots
+        )
         self._spec = spec
 
     async def __aenter__(self) -> McpToolset:

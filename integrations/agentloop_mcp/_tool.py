@@ -5,11 +5,15 @@ before the call leaves this process (the server checks again). Names are what pr
 (``[A-Za-z0-9_-]``, at most 64 characters): the prefix is put in front and any other character
 becomes ``_``; the server still receives its own name.
 
-A result maps block by block: text to ``Text``, images to ``Image``, embedded text resources
-to ``Text``, resource links to a line of text naming the link, audio and binary resources to
-``Extension`` blocks (kept, though models rarely read them). ``structuredContent`` goes to
-``details["structured_content"]`` (and, when the server sent no block at all, to a text block
-as JSON so the model sees it); ``isError`` makes an error result.
+A result maps block by block (``_content.Bounded``, which also bounds it): text to ``Text``,
+images to ``Image`` (once checked), embedded text resources to ``Text``, resource links to a line
+of text naming the link (and to ``details["resource_links"]``, for the application or the
+``read_resource`` tool to resolve), audio and binary resources to ``Extension`` blocks.
+``structuredContent`` goes to ``details["structured_content"]`` (and, when the server sent no
+block at all, to a text block as JSON so the model sees it); ``isError`` makes an error result.
+
+A tool the server says needs task augmentation (``execution.taskSupport: "required"``,
+2025-11-25) is not offered: a plain call to it can only fail.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from mcp import types
 
-from agentloop import AgentToolResult, ContentBlock, Extension, Image, Text, Tool, ToolArgumentError
+from agentloop import AgentToolResult, Tool, ToolArgumentError
+
+from ._content import Bounded, ResultLimits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from mcp import types
 
     from agentloop.abc import OnUpdate
 
@@ -116,6 +123,11 @@ class McpTool(Tool):
         return f"<McpTool {self.name} ({self.server}:{self.mcp_name})>"
 
 
+def needs_task(info: types.Tool) -> bool:
+    """Whether the tool can only be called as a task (2025-11-25 ``taskSupport: required``)."""
+    return info.execution is not None and info.execution.task_support == "required"
+
+
 def build_tools(
     toolset: McpToolset,
     spec: ServerSpec,
@@ -127,6 +139,13 @@ def build_tools(
     tools: list[McpTool] = []
     seen: set[str] = set()
     for info in listed:
+        if needs_task(info):
+            log.info(
+                "MCP server %s: tool %r needs task-augmented calls; it is not offered",
+                toolset.name,
+                info.name,
+            )
+            continue
         if spec.include is not None and not _matches(info.name, spec.include):
             continue
         if _matches(info.name, spec.exclude):
@@ -150,30 +169,27 @@ def build_tools(
     return tuple(tools)
 
 
-def _block(block: Any) -> ContentBlock:
-    if isinstance(block, types.TextContent):
-        return Text(text=block.text)
-    if isinstance(block, types.ImageContent):
-        return Image(media_type=block.mime_type, data=block.data)
-    if isinstance(block, types.EmbeddedResource) and isinstance(
-        block.resource, types.TextResourceContents
-    ):
-        return Text(text=block.resource.text)
-    if isinstance(block, types.ResourceLink):
-        title = block.title or block.name
-        return Text(text=f"[resource: {title} <{block.uri}>]")
-    kind = getattr(block, "type", type(block).__name__)
-    data = block.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return Extension(type_name=f"mcp_{kind}", data=data)
-
-
-def to_agent_result(result: types.CallToolResult, *, server: str, tool: str) -> AgentToolResult:
-    """Translate a ``CallToolResult`` into an ``AgentToolResult``."""
-    content = [_block(block) for block in result.content]
+def to_agent_result(
+    result: types.CallToolResult, *, server: str, tool: str, limits: ResultLimits
+) -> AgentToolResult:
+    """Translate a ``CallToolResult`` into an ``AgentToolResult``, within ``limits``."""
+    bounded = Bounded(limits)
+    for block in result.content:
+        bounded.add_mcp(block)
     details: dict[str, Any] = {"server": server, "tool": tool}
     structured = result.structured_content
     if structured is not None:
-        details["structured_content"] = structured
-        if not content:
-            content = [Text(text=msgspec.json.encode(structured).decode())]
+        encoded = msgspec.json.encode(structured)
+        if len(encoded) > limits.max_structured_bytes:
+            details["structured_content_left_out"] = len(encoded)
+        else:
+            details["structured_content"] = structured
+        if not result.content:
+            bounded.add_text(encoded.decode())
+    content = bounded.finish()
+    if bounded.links:
+        details["resource_links"] = bounded.links
+    cut = bounded.report()
+    if cut is not None:
+        details["truncated"] = cut
     return AgentToolResult(content=content, details=details, is_error=result.is_error)

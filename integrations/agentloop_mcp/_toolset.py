@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp import Client, types
-from mcp.client.subscriptions import ListenNotSupportedError
-from mcp.shared.exceptions import MCPError
 
-from agentloop import AgentToolResult, Text
+from agentloop import AgentTool, AgentToolResult, Text, current_tool_context
 
+from ._changes import ChangeWatcher
 from ._config import ServerSpec, server_name
 from ._connection import Connection, Lost, describe, list_all_tools, uses_listen
 from ._errors import ConnectFailed
@@ -39,9 +38,10 @@ from ._events import (
     ServerConnected,
     ServerCrashed,
     ServerRestartFailed,
-    ToolsChanged,
 )
-from ._tool import McpTool, build_tools, to_agent_result
+from ._handlers import ClientHandlers
+from ._resources import ReadResourceTool
+from ._tool import McpTool, agent_name, to_agent_result
 from ._transport import open_transport
 
 if TYPE_CHECKING:
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from agentloop.abc import OnUpdate
+
+    from ._elicitation import ElicitationCallback
+    from ._roots import Roots
+    from ._sampling import Sampler
 
 __all__ = ["McpToolset", "State"]
 
@@ -63,26 +67,54 @@ _CLOSE_GRACE = 5.0  # how long a server may take to acknowledge the end of a ses
 _LEVELS = {ServerCrashed: logging.WARNING, ServerRestartFailed: logging.WARNING}
 
 
-class McpToolset:
-    """The tools of one MCP server; pass it to ``Agent(toolsets=[...])``.
+class McpToolset(ChangeWatcher):
+    """One MCP server: its tools (pass it to ``Agent(toolsets=[...])``), resources, prompts.
 
     Made by ``ToolsetGroup.connect`` or ``open_toolset``, never directly. ``get_tools()``
     returns the current tools without waiting (the same tuple while nothing changed); the owner
     task refreshes them when the server announces a change, so an agent sees the new set at its
-    next turn.
+    next turn. Resources, prompts, completions, ``ping`` and ``set_log_level`` are methods
+    (see ``ServerFeatures``); what the server asks of the client (sampling, elicitation, roots)
+    goes to what ``connect`` was given.
 
     Attributes:
         spec: how the server is reached.
         name: the server's name (in events, errors and results).
     """
 
-    def __init__(self, spec: ServerSpec, *, on_event: Callable[[McpEvent], None] | None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        on_event: Callable[[McpEvent], None] | None,
+        sampling: Sampler | None = None,
+        elicitation: ElicitationCallback | None = None,
+        roots: Roots | None = None,
+    ) -> None:
         self.spec = spec
         self.name = server_name(spec)
+        self._handlers = ClientHandlers(
+            self.name,
+            spec,
+            self._emit,
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            log_level=lambda: self._log_level,
+        )
+        self._roots = roots
+        self._log_level = spec.log_level
+        self._watchers = {}
+        self._prompts = None
+        self._resource_tool = (
+            ReadResourceTool(self, agent_name(spec.prefix, "read_resource"), self.name)
+            if spec.resource_tool
+            else None
+        )
         self._connections = 0
         self._connected_at = 0.0
         self._on_event = on_event
-        self._tools: tuple[McpTool, ...] = ()
+        self._tools: tuple[AgentTool, ...] = ()
         self._state: State = "connecting"
         self._conn: Connection | None = None
         self._reason: str | None = None
@@ -107,7 +139,7 @@ class McpToolset:
         """The MCP protocol version of the current (or last) connection."""
         return self._protocol_version
 
-    def get_tools(self) -> Sequence[McpTool]:
+    def get_tools(self) -> Sequence[AgentTool]:
         """The tools offered now (empty once closed)."""
         return self._tools
 
@@ -138,12 +170,28 @@ class McpToolset:
 
     async def call(self, tool: McpTool, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
         """Run ``tool`` on the server; every failure comes back as an error result."""
+        # While the call runs, what the server asks of the client (sampling) is counted into
+        # the run that made it.
+        context = current_tool_context()
+        calls = self._handlers.calls
+        if context is not None:
+            calls.append(context)
+        try:
+            return await self._call(tool, arguments, on_update)
+        finally:
+            if context is not None:
+                calls.remove(context)
+
+    async def _call(self, tool: McpTool, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
         retries = 1 if tool.idempotent else 0
+        sent_to_urls = False
         while True:
             conn = await self._wait_connected()
             if conn is None:
                 return self._unavailable(tool)
-            outcome = await conn.call(tool, arguments, on_update, self.spec.call_timeout)
+            outcome = await conn.call(
+                tool, arguments, on_update, self.spec.call_timeout, self._log_level
+            )
             if isinstance(outcome, types.CallToolResult):
                 # A change notification the server sent before this result has its handler
                 # task scheduled already (the SDK spawns one per notification): let it run.
@@ -153,8 +201,14 @@ class McpToolset:
                     refreshed = self._refreshed
                     with anyio.move_on_after(_REFRESH_WAIT):
                         await refreshed.wait()
-                return to_agent_result(outcome, server=self.name, tool=tool.mcp_name)
+                return to_agent_result(
+                    outcome, server=self.name, tool=tool.mcp_name, limits=self.spec.limits
+                )
             if not isinstance(outcome, Lost):
+                if not sent_to_urls and await self._handlers.visit_urls(outcome):
+                    # The user agreed to complete what the server asked for first: once more.
+                    sent_to_urls = True
+                    continue
                 return outcome
             if retries == 0 or self._closing:
                 return AgentToolResult.error(
@@ -188,13 +242,15 @@ class McpToolset:
                 await self._changed.wait()
         return None
 
-    def _unavailable(self, tool: McpTool) -> AgentToolResult:
+    def _down_reason(self) -> str:
         if self._closing or self._state == "closed":
-            why = "the toolset is closed"
-        elif self._state == "failed":
-            why = f"it stopped restarting after: {self._reason}"
-        else:
-            why = f"it did not come back within {self.spec.connect_timeout:g} s ({self._reason})"
+            return "the toolset is closed"
+        if self._state == "failed":
+            return f"it stopped restarting after: {self._reason}"
+        return f"it did not come back within {self.spec.connect_timeout:g} s ({self._reason})"
+
+    def _unavailable(self, tool: McpTool) -> AgentToolResult:
+        why = self._down_reason()
         return AgentToolResult.error(
             f"MCP server {self.name!r} is unavailable for {tool.mcp_name!r}: {why}",
             details={"server": self.name, "tool": tool.mcp_name, "unavailable": why},
@@ -291,6 +347,7 @@ class McpToolset:
                     cache=None,
                     message_handler=self._on_message,
                     client_info=_CLIENT_INFO,
+                    **self._handlers.client_options(),
                 )
                 async with client, anyio.create_task_group() as tg:
                     conn = Connection(client)
@@ -298,12 +355,15 @@ class McpToolset:
                         # Subscribed before listing: no change can fall between the two.
                         await tg.start(self._listen, conn)
                     listed = await list_all_tools(client)
+                    # Before it is in use, within the connect timeout (and cancelled by a close).
+                    await self._restore(conn)
                     scope.deadline = math.inf
                     self._install(conn, client, listed)
                     connected = True
                     if task_status is not None:
                         task_status.started()
                     tg.start_soon(self._refresh_on_change, conn)
+                    tg.start_soon(self._announce_roots, conn)
                     await conn.ended.wait()
                     # Calls in flight end now, not after the SDK's shutdown of the server.
                     self._retire(conn)
@@ -360,71 +420,6 @@ class McpToolset:
     def restarts(self) -> int:
         """How many times the connection was re-established after a loss."""
         return max(0, self._connections - 1)
-
-    def _set_tools(self, listed: Sequence[types.Tool]) -> None:
-        new = build_tools(self, self.spec, listed, self._tools)
-        if new == self._tools:
-            return
-        before = {t.name for t in self._tools}
-        after = {t.name for t in new}
-        self._tools = new
-        if self._connections:
-            self._emit(
-                ToolsChanged(
-                    server=self.name, added=sorted(after - before), removed=sorted(before - after)
-                )
-            )
-
-    # ------------------------------------------------------------------ tool list changes
-
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self._stale = True
-            self._refresh_wanted.set()
-        await anyio.lowlevel.checkpoint()
-
-    async def _refresh_on_change(self, conn: Connection) -> None:
-        while True:
-            await self._refresh_wanted.wait()
-            self._refresh_wanted = anyio.Event()
-            try:
-                listed = await list_all_tools(conn.client)
-            except Exception as exc:
-                log.warning("MCP server %s: listing the changed tools failed: %r", self.name, exc)
-                if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
-                    conn.end("the connection closed")
-                    return
-                listed = None
-            if listed is not None:
-                self._set_tools(listed)
-            if not self._refresh_wanted.is_set():
-                self._stale = False
-                self._refreshed.set()
-                self._refreshed = anyio.Event()
-
-    async def _listen(
-        self, conn: Connection, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Hold a change subscription open (started once acknowledged); losing it is losing
-        the connection. A server that refuses it is used without one."""
-        acknowledged = False
-        try:
-            async with conn.client.listen(tools_list_changed=True) as subscription:
-                acknowledged = True
-                task_status.started()
-                async for _ in subscription:
-                    self._stale = True
-                    self._refresh_wanted.set()
-        except Exception as exc:
-            if not acknowledged:
-                if not isinstance(exc, ListenNotSupportedError):
-                    log.info("MCP server %s refused a change subscription: %r", self.name, exc)
-                task_status.started()
-                return
-            conn.end(f"the change subscription was lost ({describe(exc)})")
-            return
-        # The server ended the subscription on purpose (shutting down, shedding load).
-        conn.end("the server ended the change subscription")
 
     # ------------------------------------------------------------------ events
 

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
 import pytest
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).resolve().parent
 TOOLS_SERVER = HERE / "servers" / "tools_server.py"
+FEATURES_SERVER = HERE / "servers" / "features_server.py"
 MODEL = al.ModelSpec(provider="test", model_id="scripted")
 # Fast restarts for tests; the defaults (0.25 s, doubling to 30 s) are for real servers.
 QUICK = mcp.RestartPolicy(initial_delay=0.05, max_delay=0.2, factor=2.0)
@@ -31,6 +32,23 @@ def stdio_spec(**options: Any) -> mcp.StdioServer:
     options.setdefault("connect_timeout", 20.0)
     options.setdefault("restart", QUICK)
     return mcp.StdioServer(command=sys.executable, args=[str(TOOLS_SERVER)], **options)
+
+
+def features_spec(mode: Mode = "legacy", **options: Any) -> mcp.StdioServer:
+    """The features server (resources, prompts, sampling, ...) over stdio, in ``mode``:
+    ``"legacy"`` speaks the 2025-11-25 handshake, ``"auto"`` the 2026-07-28 protocol."""
+    options.setdefault("name", "features")
+    options.setdefault("connect_timeout", 20.0)
+    options.setdefault("restart", QUICK)
+    return mcp.StdioServer(
+        command=sys.executable, args=[str(FEATURES_SERVER)], mode=mode, **options
+    )
+
+
+Mode = Literal["legacy", "auto"]
+
+# The two protocol eras every feature test runs in (each on both backends).
+ERAS = pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025", "2026"])
 
 
 def http_spec(url: str, **options: Any) -> mcp.HttpServer:
@@ -94,7 +112,7 @@ def kill9(pid: int) -> None:
 
 async def server_pid(toolset: mcp.McpToolset) -> int:
     """Ask the server for its process id through its ``pid`` tool."""
-    (tool,) = [t for t in toolset.get_tools() if t.mcp_name == "pid"]
+    (tool,) = [t for t in toolset.get_tools() if getattr(t, "mcp_name", "") == "pid"]
     result = await tool.execute("pid-call", {}, lambda update: None)
     assert not result.is_error, result
     return int(result.details["structured_content"]["result"])

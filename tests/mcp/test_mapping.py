@@ -18,6 +18,8 @@ from agentloop_mcp._connection import describe
 from agentloop_mcp._tool import McpTool, agent_name, build_tools, to_agent_result
 from agentloop_mcp._transport import _our_stderr
 
+from ._helpers import PNG_B64
+
 
 class FakeToolset:
     """What ``McpTool`` reads of its toolset when it is built."""
@@ -35,13 +37,14 @@ def build(spec: mcp.ServerSpec, *tools: types.Tool) -> dict[str, McpTool]:
 
 
 SPEC = mcp.StdioServer(command="server")
+LIMITS = mcp.ResultLimits()
 
 
 def test_every_kind_of_block_maps_to_a_content_block() -> None:
     result = types.CallToolResult(
         content=[
             types.TextContent(type="text", text="hello"),
-            types.ImageContent(type="image", data="iVBO", mime_type="image/png"),
+            types.ImageContent(type="image", data=PNG_B64, mime_type="image/png"),
             types.EmbeddedResource(
                 type="resource",
                 resource=types.TextResourceContents(uri="file:///a.txt", text="inside"),
@@ -55,10 +58,10 @@ def test_every_kind_of_block_maps_to_a_content_block() -> None:
         ],
         structured_content={"answer": 42},
     )
-    mapped = to_agent_result(result, server="s", tool="t")
+    mapped = to_agent_result(result, server="s", tool="t", limits=LIMITS)
     assert mapped.content == [
         al.Text(text="hello"),
-        al.Image(media_type="image/png", data="iVBO"),
+        al.Image(media_type="image/png", data=PNG_B64),
         al.Text(text="inside"),
         al.Text(text="[resource: a <file:///a.txt>]"),
         al.Extension(
@@ -69,13 +72,18 @@ def test_every_kind_of_block_maps_to_a_content_block() -> None:
             data={"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AAAA"}},
         ),
     ]
-    assert mapped.details == {"server": "s", "tool": "t", "structured_content": {"answer": 42}}
+    assert mapped.details == {
+        "server": "s",
+        "tool": "t",
+        "structured_content": {"answer": 42},
+        "resource_links": [{"uri": "file:///a.txt", "name": "a"}],
+    }
     assert not mapped.is_error
 
 
 def test_structured_content_alone_is_shown_to_the_model_as_json() -> None:
     result = types.CallToolResult(content=[], structured_content={"b": [1, 2]}, is_error=True)
-    mapped = to_agent_result(result, server="s", tool="t")
+    mapped = to_agent_result(result, server="s", tool="t", limits=LIMITS)
     assert mapped.content == [al.Text(text='{"b":[1,2]}')]
     assert mapped.is_error
 

@@ -17,7 +17,9 @@ ALLOWED = set(sys.stdlib_module_names) | {
     "fastjsonschema",
     "httpx2",
     "mcp",
+    "mcp_types",  # the SDK's own protocol types (shipped with it)
     "msgspec",
+    "pydantic",  # the SDK's models, whose validation errors a malformed answer raises
     "uvicorn",
 }
 

@@ -53,6 +53,7 @@ async def test_prefix_filters_read_only_hints_and_approval_through_an_agent() ->
     async with mcp.open_toolset(spec) as toolset:
         tools = {t.name: t for t in toolset.get_tools()}
         assert sorted(tools) == ["fs_add", "fs_echo", "fs_picture", "fs_pid", "fs_write_note"]
+        assert isinstance(tools["fs_add"], mcp.McpTool)
         assert tools["fs_add"].mcp_name == "add"
         assert {n for n, t in tools.items() if t.read_only} == {"fs_add", "fs_picture", "fs_pid"}
         assert {n for n, t in tools.items() if t.requires_approval} == {

@@ -73,13 +73,105 @@ class Picture(al.Tool):
         )
 
 
+NAPS: dict[str, anyio.Event] = {}
+
+
+@al.tool
+async def nap(name: str, ctx: al.ToolContext) -> str:
+    """Reports progress ("napping"), then sleeps until cancelled; remembers the cancellation."""
+    woken = NAPS.setdefault(name, anyio.Event())
+    try:
+        ctx.on_update("napping")
+        await anyio.sleep_forever()
+    finally:
+        woken.set()
+    return "unreachable"
+
+
+@al.tool
+async def woken(name: str) -> bool:
+    """Whether the nap ``name`` was cancelled (waiting up to 10 s for it to be)."""
+    event = NAPS.setdefault(name, anyio.Event())
+    with anyio.move_on_after(10):
+        await event.wait()
+    return event.is_set()
+
+
+@al.tool
+async def interview(ctx: al.ToolContext) -> str:
+    """Logs, asks the client's user and the client's model, and reports both answers."""
+    client = agentloop_mcp.current_client()
+    assert client is not None
+    await client.log("debug", "too detailed")
+    await client.log("info", f"interviewing {client.name}")
+    answer = await client.elicit(
+        "Your name?", {"type": "object", "properties": {"name": {"type": "string", "default": "?"}}}
+    )
+    said = await client.sample(["Say hi"], max_tokens=20, hints=["small"])
+    return f"{answer.action} {answer.content} / {said.model_id}: {said.text}"
+
+
+@agentloop_mcp.resource("memo://today", mime_type="text/plain")
+def memo() -> str:
+    """Today's memo."""
+    return MEMO[0]
+
+
+@agentloop_mcp.resource(
+    "memo://{day}/summary",
+    complete=lambda arg, value: [d for d in ("monday", "tuesday") if d.startswith(value)],
+)
+async def summary(day: str) -> str:
+    """A day's summary."""
+    return f"summary of {day}"
+
+
+@agentloop_mcp.resource("memo://broken")
+def broken_memo() -> str:
+    """Always fails."""
+    raise OSError("disk on fire")
+
+
+@agentloop_mcp.prompt(title="Plan a day")
+def plan(day: str, mood: str = "calm") -> list[al.AgentMessage]:
+    """Plan a day."""
+    return [
+        al.UserMessage(content=[al.Text(text=f"Plan {day}, {mood}.")]),
+        al.AssistantMessage(content=[al.Text(text="What matters most?")]),
+    ]
+
+
+MEMO = ["call mum"]
+RESOURCES = [memo, summary, broken_memo]
+PROMPTS = [plan]
+
+
+@al.tool
+async def edit_memo(text: str) -> str:
+    """Change today's memo; subscribers are told."""
+    MEMO[0] = text
+    await memo.changed()
+    return "edited"
+
+
 async def approval(call: al.ToolCall, tool: al.AgentTool | None) -> al.policy.ApprovalDecision:
     if str(call.arguments.get("path", "")).startswith("/tmp/"):
         return al.policy.APPROVED
     return al.policy.Rejected(reason="only files under /tmp/ may be deleted")
 
 
-TOOLS: list[al.AgentTool] = [add, steps, threaded_steps, broken, delete, Picture()]
+TOOLS: list[al.AgentTool] = [
+    add,
+    steps,
+    threaded_steps,
+    broken,
+    delete,
+    Picture(),
+    interview,
+    edit_memo,
+    nap,
+    woken,
+]
 
 
 async def main() -> None:
@@ -88,12 +180,21 @@ async def main() -> None:
             TOOLS,
             name="agentloop-test",
             approval=approval,
+            resources=RESOURCES,
+            prompts=PROMPTS,
             transport="streamable-http",
             port=0,
             on_ready=lambda url: print(url, flush=True),
         )
     else:
-        await agentloop_mcp.serve(TOOLS, name="agentloop-test", version="1.0", approval=approval)
+        await agentloop_mcp.serve(
+            TOOLS,
+            name="agentloop-test",
+            version="1.0",
+            approval=approval,
+            resources=RESOURCES,
+            prompts=PROMPTS,
+        )
 
 
 if __name__ == "__main__":
