@@ -84,6 +84,6 @@ async def check() -> None:
     loop_result = await al.loop.run_loop(
         [],
         al.loop.AgentContext(),
-        al.loop.AgentLoopConfig(model=MODEL, stream_fn=ScriptedStream([])),
+        al.loop.AgentLoopConfig(model=MODEL, stream_fn=ScriptedStream([reply_text("hi")])),
     )
     assert_type(loop_result.output, str)
