@@ -71,6 +71,8 @@ class _Generation:
         self.model = model
         self.context = context
         self.max_tokens = max_tokens
+        # llama.cpp rounds a context up; the window the model was given is the limit.
+        self.window = min(context.n_ctx, model.context_window)
         self.temperature = temperature
         self.seed = seed
         self.sampler: Sampler | None = None
@@ -91,8 +93,8 @@ class _Generation:
         if bos and not prompt.startswith(bos) and native.adds_bos:
             tokens = native.tokenize(bos, special=True) + tokens
         self.prompt_tokens = len(tokens)
-        if len(tokens) >= context.n_ctx:
-            raise _Overflow(len(tokens), context.n_ctx)
+        if len(tokens) >= self.window:
+            raise _Overflow(len(tokens), self.window)
         context.set_abort(_cancelled)
         self.reused = context.reuse_prefix(tokens)
         context.decode(tokens[self.reused :])
@@ -112,7 +114,7 @@ class _Generation:
         until = time.monotonic() + _TRIP_SECONDS
         while True:
             anyio.from_thread.check_cancelled()
-            if self.generated >= self.max_tokens or len(context.tokens) >= context.n_ctx:
+            if self.generated >= self.max_tokens or len(context.tokens) >= self.window:
                 self.stop = StopReason.LENGTH
                 break
             token = sampler.sample(context)
