@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -36,6 +35,7 @@ from agentloop.stream import (
 from agentloop_local import LoadProgress, LocalModel, LocalProvider, load_model
 from agentloop_local._native import Sampler
 
+from ..providers._util import opened
 from .conftest import WINDOW
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _ask(text: str, *, tools: list[ToolSchema] | None = None) -> LlmContext:
 async def _collect(
     provider: LocalProvider, context: LlmContext, options: StreamOptions
 ) -> list[AssistantMessageEvent]:
-    async with contextlib.aclosing(provider(SPEC, context, options)) as stream:
+    async with opened(provider, SPEC, context, options) as stream:
         return [event async for event in stream]
 
 
@@ -207,8 +207,8 @@ async def test_abort_stops_generation_within_one_token(
     provider = LocalProvider(smollm2, temperature=0.8, seed=1)
     at_cancel = -1
     with anyio.CancelScope() as scope:
-        async with contextlib.aclosing(
-            provider(SPEC, _ask("Write a long poem."), StreamOptions(max_tokens=500))
+        async with opened(
+            provider, SPEC, _ask("Write a long poem."), StreamOptions(max_tokens=500)
         ) as stream:
             async for event in stream:
                 if type(event) is TextDelta and at_cancel < 0:
