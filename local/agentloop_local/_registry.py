@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from agentloop import ModelSpec
+from agentloop import ModelSpec, UnknownModel
 from agentloop.models import ResolvedModel
 
 from ._presets import presets
@@ -45,9 +45,12 @@ def local(model_id: str) -> ResolvedModel:
     """The ``ResolvedModel`` for ``local:<model_id>``.
 
     Raises:
-        ValueError: the model id's query is malformed.
+        UnknownModel: the model id's query is malformed.
     """
-    source, window = parse_model_id(model_id)
+    try:
+        source, window = parse_model_id(model_id)
+    except ValueError as exc:
+        raise UnknownModel(f"local:{model_id}: {exc}") from None
     preset = presets().get(source)
     spec_window = window or (preset.context_window if preset else _DEFAULT_WINDOW)
     spec = ModelSpec(provider="local", model_id=source, context_window=spec_window)

@@ -15,6 +15,8 @@ Local OpenAI-compatible servers have presets of their own, each with the quirks 
 (``VLLM_BASE_URL``, port 8000), ``lmstudio`` (``LMSTUDIO_BASE_URL``, port 1234) and
 ``ollama_openai`` (Ollama's ``/v1``, ``OLLAMA_OPENAI_BASE_URL`` or ``OLLAMA_HOST``, port 11434).
 The model id is what the server calls its model (llama.cpp serves one model whatever the id).
+A model string may set the context window, which a local server's depends on how it was
+started: ``llamacpp:qwen?context_window=8192`` (see ``_context_window``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from agentloop import UnknownModel
 from agentloop.models import ResolvedModel
 
+from ._context_window import split_model_options
 from ._presets import create_provider, model_spec
 
 if TYPE_CHECKING:
@@ -66,9 +72,16 @@ def factory(preset: str) -> Callable[[str], ResolvedModel]:
     """The model-string factory of the preset named ``preset``."""
 
     def resolve(model_id: str) -> ResolvedModel:
+        try:
+            bare, window = split_model_options(model_id)
+        except ValueError as exc:
+            raise UnknownModel(f"{preset}:{model_id}: {exc}") from None
         base_url = _base_url(preset)
         provider = create_provider(preset, **({"base_url": base_url} if base_url else {}))
-        return ResolvedModel(spec=model_spec(preset, model_id), stream_fn=provider)
+        spec = model_spec(preset, bare)
+        if window is not None:
+            spec = msgspec.structs.replace(spec, context_window=window)
+        return ResolvedModel(spec=spec, stream_fn=provider)
 
     resolve.__name__ = resolve.__qualname__ = preset
     return resolve
