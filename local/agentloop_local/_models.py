@@ -70,10 +70,19 @@ def _cancelled() -> bool:
     return False
 
 
-def _acquire(lock: threading.Lock | threading.Semaphore) -> None:
-    """Acquire in a worker thread, giving up when its task is cancelled."""
-    while not lock.acquire(timeout=_WAIT_SLICE):
+def raise_if_cancelled() -> None:
+    """In a worker thread: raise the cancellation of the task waiting for it, if it was
+    cancelled. Elsewhere (plain synchronous code): nothing."""
+    try:
         anyio.from_thread.check_cancelled()
+    except RuntimeError:  # not a worker thread of an event loop: nobody to cancel it
+        pass
+
+
+def _acquire(lock: threading.Lock | threading.Semaphore) -> None:
+    """Acquire, giving up when the task a worker thread runs for is cancelled."""
+    while not lock.acquire(timeout=_WAIT_SLICE):
+        raise_if_cancelled()
 
 
 class LocalModel:
@@ -180,7 +189,7 @@ class LocalModel:
             context.set_abort(_cancelled)
             out = []
             for text in texts:
-                anyio.from_thread.check_cancelled()
+                raise_if_cancelled()
                 tokens = self.native.tokenize(text, special=False) or [0]
                 if len(tokens) > context.n_ctx:
                     raise LocalModelError(

@@ -253,7 +253,7 @@ class LocalProvider:
                 splitter = OutputSplitter(
                     tools=bool(tools), call_id=lambda n: f"call_{os.urandom(6).hex()}_{n}"
                 )
-                while not job.finished:
+                while not job.finished and not splitter.stopped:
                     try:
                         text = await _trip(job.step)
                     except LocalModelError as exc:

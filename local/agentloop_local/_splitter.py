@@ -7,6 +7,8 @@ they come; a call is held until its closing tag (it is one short JSON object) an
 start, arguments and end. Text that could be the beginning of a tag is held back until the
 next piece says whether it is one, so no tag ever leaks into the visible text. A call cut off
 by the token limit is still sent, with its raw text, so the accumulator marks it incomplete.
+A model that starts writing a ``<tool_response>`` is imagining the tool's answer: the answer
+ends there (``stopped``), and generation with it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["OutputSplitter"]
 
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_RESPONSE = "<tool_response>"  # only the tool writes these: a model that does has gone astray
 _TEXT, _THINK, _CALL = 0, 1, 2
 _decode = msgspec.json.decode
 
@@ -66,12 +69,15 @@ class OutputSplitter:
         self._index = 0
         self._open = False  # a text or thinking block is open
         self.calls = 0
+        self.stopped = False
 
     def _opening_tags(self) -> tuple[str, ...]:
-        return (_THINK_OPEN, CALL_OPEN) if self._tools else (_THINK_OPEN,)
+        return (_THINK_OPEN, CALL_OPEN, _RESPONSE) if self._tools else (_THINK_OPEN, _RESPONSE)
 
     def feed(self, piece: str) -> list[AssistantMessageEvent]:
         """The events that ``piece`` (the next decoded text) completes."""
+        if self.stopped:
+            return []
         self._pending += piece
         out: list[AssistantMessageEvent] = []
         while True:
@@ -97,6 +103,10 @@ class OutputSplitter:
             out.extend(self._emit(self._pending[:at]))
             out.extend(self._close_block())
             self._pending = self._pending[at + len(tag) :]
+            if tag == _RESPONSE:
+                self.stopped = True
+                self._pending = ""
+                return out
             if tag == _THINK_OPEN:
                 self._state = _THINK
             elif tag == CALL_OPEN:

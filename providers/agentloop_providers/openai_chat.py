@@ -131,8 +131,8 @@ class OpenAIChatStreamParser:
         out: list[AssistantMessageEvent] = []
         if not self._started:
             self._started = True
-            model = chunk.get("model") if self._report_model else None
-            out.append(StreamStart(model_id=model if isinstance(model, str) else None))
+            # A model id of the wrong type is left for the accumulator to call malformed.
+            out.append(StreamStart(model_id=chunk.get("model") if self._report_model else None))
         raw_usage = chunk.get("usage")
         if isinstance(raw_usage, dict):
             self._usage = _usage(raw_usage)

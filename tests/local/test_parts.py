@@ -97,6 +97,14 @@ def test_without_tools_a_call_tag_is_plain_text() -> None:
     assert message.content == [Text(text="<tool_call>x</tool_call>")]
 
 
+def test_a_model_that_writes_a_tool_response_is_stopped_there() -> None:
+    splitter = OutputSplitter(tools=False, call_id=str)
+    events = splitter.feed("Fine.<tool_res") + splitter.feed("ponse>\n42") + splitter.feed("more")
+    assert splitter.stopped
+    assert "".join(e.delta for e in events if type(e) is TextDelta) == "Fine."
+    assert splitter.finish() == []
+
+
 def test_reasoning_streams_as_thinking_deltas() -> None:
     splitter = OutputSplitter(tools=False, call_id=str)
     events = splitter.feed("<think>abc") + splitter.feed("def</think>ok")
