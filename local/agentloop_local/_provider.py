@@ -83,10 +83,9 @@ class _Generation:
         self.finished = False
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
 
-    def prepare(
-        self, request: LlmContext, tools: list[ToolSchema], grammar: str | None, lazy: bool
-    ) -> None:
+    def prepare(self, request: LlmContext, tools: list[ToolSchema], forced: bool) -> None:
         native, context = self.model.native, self.context
+        grammar = call_grammar(tools, forced=forced) if tools else None
         prompt = self.model.template.render(request, tools=bool(tools))
         tokens = native.tokenize(prompt, special=True)
         bos = native.bos
@@ -103,7 +102,7 @@ class _Generation:
             temperature=self.temperature,
             seed=self.seed,
             grammar=grammar,
-            lazy_patterns=(LAZY_TRIGGER,) if lazy and grammar else (),
+            lazy_patterns=(LAZY_TRIGGER,) if grammar and not forced else (),
         )
 
     def step(self) -> str:
@@ -232,7 +231,6 @@ class LocalProvider:
                 return
         try:
             model = await self.model()
-            grammar = call_grammar(forced or tools, forced=bool(forced)) if tools else None
         except (LocalModelError, ValueError) as exc:
             yield ErrorEvent(message=f"local: {exc}")
             return
@@ -243,9 +241,13 @@ class LocalProvider:
             job = _Generation(model, context, max_tokens=limit, temperature=temperature, seed=seed)
             try:
                 try:
-                    await _trip(job.prepare, request, tools, grammar, not forced)
+                    await _trip(job.prepare, request, forced or tools, bool(forced))
                 except _Overflow as exc:
-                    yield ErrorEvent(kind=ErrorKind.CONTEXT_OVERFLOW, message=str(exc))
+                    yield ErrorEvent(
+                        kind=ErrorKind.CONTEXT_OVERFLOW,
+                        message=str(exc),
+                        context_window=exc.window,
+                    )
                     return
                 except LocalModelError as exc:
                     yield ErrorEvent(message=f"local: {exc}")

@@ -409,3 +409,12 @@ async def test_cancelling_while_the_prompt_is_read_samples_nothing(
             LocalProvider(smollm2, temperature=0), _ask("Hi."), StreamOptions(max_tokens=3)
         )
     assert type(events[-1]) is Done
+
+
+async def test_the_provider_passes_the_conformance_kit(smollm2: LocalModel) -> None:
+    from agentloop.testing import check_stream_fn
+
+    provider = LocalProvider(smollm2, temperature=0, max_tokens=48)
+    # It raises ConformanceError, listing every problem, for a stream that breaks the protocol.
+    report = await check_stream_fn(provider, SPEC, per_call=120)
+    assert report.messages["tool"].stop_reason is StopReason.TOOL_USE  # the kit forces a call
