@@ -12,7 +12,7 @@ answers from the note found.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import msgspec
@@ -59,7 +59,7 @@ async def main(question: str, *, write: Callable[[str], object] = print) -> Agen
     index = await Index.build(model, NOTES)
 
     @tool
-    async def lookup(query: str) -> str:
+    async def lookup(query: Annotated[str, msgspec.Meta(max_length=60)]) -> str:
         """Find the household note that answers a question."""
         note = await index.search(query)
         write(f"lookup({query!r}) -> {note}")
@@ -71,7 +71,8 @@ async def main(question: str, *, write: Callable[[str], object] = print) -> Agen
 
     config = AgentLoopConfig(
         model=ModelSpec(provider="local", model_id="smollm2", context_window=2048),
-        stream_fn=LocalProvider(model, temperature=0, max_tokens=48),
+        # The grammar holds the query to the schema's 60 characters, so the call always ends.
+        stream_fn=LocalProvider(model, temperature=0, max_tokens=96),
         tools=[lookup],
         turn_options=first_look_it_up,
     )

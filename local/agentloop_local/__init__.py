@@ -10,7 +10,8 @@
 ``LocalProvider`` is the ``StreamFn`` (text, reasoning, tool calls held to a grammar, exact
 usage, cancellation within one token); ``load_model`` loads a model once per process, with
 ``LoadProgress`` events; ``LocalModel.embed`` computes embeddings; ``presets`` and
-``available_models`` list the models PyPI packages ship (nothing is downloaded at run time).
+``available_models`` list the models PyPI packages ship (nothing is downloaded at run time);
+``runtime_available`` says whether llama-cpp-python (the ``[local]`` extra) is installed.
 See docs/local-models.md.
 """
 
@@ -23,6 +24,7 @@ from ._models import (
     load_model as load_model,
     load_model_sync as load_model_sync,
 )
+from ._native import runtime_available as runtime_available
 from ._presets import (
     AvailableModel as AvailableModel,
     ModelPreset as ModelPreset,
@@ -47,4 +49,5 @@ __all__ = [
     "load_model_sync",
     "parse_model_id",
     "presets",
+    "runtime_available",
 ]

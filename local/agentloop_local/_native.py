@@ -13,6 +13,7 @@ shared library, which costs a few hundred milliseconds.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -22,11 +23,16 @@ from ._errors import LocalModelError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["NativeContext", "NativeModel", "Sampler", "binding"]
+__all__ = ["NativeContext", "NativeModel", "Sampler", "binding", "runtime_available"]
 
 _binding: Any = None
 _binding_lock = threading.Lock()
 _keep: list[Any] = []  # ctypes callbacks that C holds for the life of the process
+
+
+def runtime_available() -> bool:
+    """Whether llama-cpp-python (the ``[local]`` extra) is installed; nothing is loaded."""
+    return importlib.util.find_spec("llama_cpp") is not None
 
 
 def binding() -> Any:

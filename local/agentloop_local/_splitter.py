@@ -120,7 +120,8 @@ class OutputSplitter:
         out: list[AssistantMessageEvent] = []
         rest, self._pending = self._pending, ""
         if self._state == _CALL:
-            out.extend(self._call(rest))
+            # Cut off in its closing tag, a call whose JSON is whole is still a whole call.
+            out.extend(self._call(rest[: len(rest) - _held_back(rest, (CALL_CLOSE,))]))
         else:
             out.extend(self._emit(rest))
             out.extend(self._close_block())

@@ -92,6 +92,12 @@ def test_a_call_cut_off_keeps_its_raw_text_and_is_incomplete() -> None:
     assert type(call) is ToolCall and call.partial_json is not None
 
 
+def test_a_call_cut_off_in_its_closing_tag_is_whole() -> None:
+    message = _split(['<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool'])
+    call = message.content[0]
+    assert type(call) is ToolCall and call.partial_json is None and call.arguments == {"a": 1}
+
+
 def test_without_tools_a_call_tag_is_plain_text() -> None:
     message = _split(["<tool_call>x</tool_call>"], tools=False)
     assert message.content == [Text(text="<tool_call>x</tool_call>")]
@@ -233,6 +239,21 @@ def test_available_models_list_installed_ones_first() -> None:
     assert [e.installed for e in entries] == sorted((e.installed for e in entries), reverse=True)
     assert all(e.model_string == f"local:{e.preset.name}" for e in entries)
     msgspec.json.encode(entries)  # a wizard may send them anywhere
+
+
+def test_the_runtime_is_found_without_being_loaded() -> None:
+    import importlib.util
+    import subprocess
+    import sys
+
+    expected = importlib.util.find_spec("llama_cpp") is not None
+    assert agentloop_local.runtime_available() is expected
+    code = (
+        "import sys, agentloop_local\n"
+        "agentloop_local.runtime_available(); agentloop_local.available_models()\n"
+        "assert 'llama_cpp' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_all_is_sorted_and_complete() -> None:
