@@ -24,6 +24,7 @@ from ._errors import (
     ErrorKind as ErrorKind,
     HookFailed as HookFailed,
     InvalidContinue as InvalidContinue,
+    MissingExtra as MissingExtra,
     ModelError as ModelError,
     ModelThrottled as ModelThrottled,
     NetworkError as NetworkError,
@@ -85,6 +86,7 @@ from ._types import (
     extract_text as extract_text,
 )
 
+# The one place the version is written: the build (hatch) reads it from here.
 __version__ = "0.2.0.dev0"
 
 __all__ = [
@@ -117,6 +119,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "MissingExtra",
     "ModelError",
     "ModelSpec",
     "ModelThrottled",
@@ -228,4 +231,7 @@ def __getattr__(name: str) -> object:
         stacklevel=2,
     )
     value: object = getattr(globals()[module], new)
+    # One warning per name, then a plain attribute: an old name in a hot loop costs nothing
+    # after its first use.
+    globals()[name] = value
     return value

@@ -9,10 +9,11 @@ typed output lives in ``_output``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeAlias, TypeVar, overload
 
 import anyio
 import anyio.lowlevel
@@ -21,14 +22,14 @@ import msgspec
 from ._agent_checkpoint import AgentCheckpoints, Checkpoint
 from ._agent_compat import AgentCompat
 from ._agent_queues import AgentQueues, QueueMode, QueuePoll
-from ._agent_run import AgentRunner, AgentStream, ensure_no_event_loop
+from ._agent_run import AgentRunner, AgentStream, ensure_no_event_loop, run_on_backend
 from ._agent_subscribers import AgentSubscribers
 from ._config import AgentLoopConfig, default_convert_to_llm
 from ._errors import AlreadyRunning, InvalidContinue, NoMessages
 from ._events import ContextCompacted
 from ._history import is_failed_answer
 from ._models import resolve_model, split_model_string
-from ._output import OutputSpec
+from ._output import OutputSpec, check_output_type
 from ._retry import ExponentialBackoff
 from ._types import (
     AgentMessage,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentInput", "SystemPrompt"]
 
 U = TypeVar("U")
+_KEEP: Any = object()  # ``override``'s "leave as it is"
 AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
 SystemPrompt: TypeAlias = str | Callable[[], str | Awaitable[str]]
 
@@ -110,6 +112,10 @@ class Agent(
             dataclass, a TypedDict, a plain type, or a JSON Schema dict): ``result.output`` is
             typed accordingly. Each prompt may ask for another with its own ``output_type``.
         output_retries: how many more times invalid output is sent back to the model.
+        raise_on_error: whether ``prompt``, ``continue_run`` and their ``_sync`` forms raise
+            the run's typed error when it fails (``True``, the default) or return the failed
+            result as data (``False``); each call may say otherwise. Event streams never raise
+            for a failed run: the failure is in their events and their ``result``.
         stream_options: per-call options for the provider.
         convert_to_llm: maps each message to what the model sees (``AgentLoopConfig``).
         transform_context: shapes each request's messages (a ``SlidingWindow``, say).
@@ -135,8 +141,10 @@ class Agent(
             have their own. The conversation it reports is the session's id, if any.
 
     Raises:
-        UnknownModel: a model string no installed provider resolves.
-        TypeError: a ``ModelSpec`` without a ``stream_fn``.
+        UnknownModel: a model string no installed provider resolves (naming the extra to
+            install when its provider's dependencies are missing).
+        TypeError: a ``ModelSpec`` without a ``stream_fn``; an ``output_type`` whose values a
+            model's JSON cannot give.
     """
 
     # Slots, not a per-instance dict: an agent has ~50 attributes, past what CPython's shared
@@ -180,6 +188,7 @@ class Agent(
         "output_retries",
         "output_type",
         "plan_mode",
+        "raise_on_error",
         "post_loop_policies",
         "post_turn_policies",
         "pre_dispatch_policies",
@@ -210,6 +219,7 @@ class Agent(
         deps: Any = None,
         output_type: type[OutputT] | dict[str, Any] | None = None,
         output_retries: int = 2,
+        raise_on_error: bool = True,
         stream_options: StreamOptions | None = None,
         convert_to_llm: ConvertToLlm = default_convert_to_llm,
         transform_context: Transform | None = None,
@@ -230,6 +240,7 @@ class Agent(
         session: SessionRecorder | None = None,
         instrumentation: Instrumentation | None = None,
     ) -> None:
+        check_output_type(output_type)
         spec, provider = _resolve(model, stream_fn)
         self.name = name
         self.stream_fn: StreamFn = provider
@@ -237,6 +248,7 @@ class Agent(
         self.deps = deps
         self.output_type = output_type
         self.output_retries = output_retries
+        self.raise_on_error = raise_on_error
         self.convert_to_llm = convert_to_llm
         self.transform_context = transform_context
         self.async_transform_context = async_transform_context
@@ -425,6 +437,8 @@ class Agent(
         wanted = self.output_type if output_type is None else output_type
         if wanted is None or wanted is str:
             return None  # plain text: the final answer's text is the output
+        if output_type is not None:
+            check_output_type(output_type)
         return OutputSpec(wanted, max_retries=self.output_retries)
 
     # ---------------------------------------------------------------- prompting
@@ -465,11 +479,20 @@ class Agent(
 
     @overload
     async def prompt(
-        self, input: AgentInput, *, images: Sequence[Image] | None = None
+        self,
+        input: AgentInput,
+        *,
+        images: Sequence[Image] | None = None,
+        raise_on_error: bool | None = None,
     ) -> AgentResult[OutputT]: ...
     @overload
     async def prompt(
-        self, input: AgentInput, *, images: Sequence[Image] | None = None, output_type: type[U]
+        self,
+        input: AgentInput,
+        *,
+        images: Sequence[Image] | None = None,
+        output_type: type[U],
+        raise_on_error: bool | None = None,
     ) -> AgentResult[U]: ...
     async def prompt(
         self,
@@ -477,25 +500,37 @@ class Agent(
         *,
         images: Sequence[Image] | None = None,
         output_type: Any = None,
+        raise_on_error: bool | None = None,
     ) -> AgentResult[Any]:
         """Run a prompt (text, text with images, or messages) to the end.
 
-        Model and tool failures are data: the result's ``stop_reason`` says how the run ended.
-        With typed output (``output_type`` here or on the agent) the result's ``output`` is a
-        validated value of that type, or this raises.
-
-        With typed output, an exception below carries the run's result as ``.result``.
+        A run that fails raises its typed error, which carries the run's result as
+        ``.result``; with ``raise_on_error=False`` (here or on the agent) the failed result is
+        returned instead, and reading its ``output`` raises that error. With typed output
+        (``output_type`` here or on the agent) the result's ``output`` is a validated value of
+        that type.
 
         Raises:
             AlreadyRunning: a run is active.
+            ModelError: the model failed (after the retries): ``StreamError`` (its ``kind``
+                says ``auth``, ``content_filtered``...), ``NetworkError``, ``ModelThrottled``,
+                ``ContextWindowOverflow``.
+            HookFailed: application code the loop calls raised.
+            Aborted: the run was aborted.
             StructuredOutputFailed: typed output still invalid after the retries.
-            Aborted: typed output, and the run was aborted before it arrived.
-            ModelError: typed output, and the model failed first.
-            HookFailed: typed output, and a hook failed first.
         """
         spec = self._output_spec(output_type)
         result = await self._execute(self._prompts(input, images), spec)
-        return result if spec is None else spec.finish(result)
+        return self._finish(result, spec, raise_on_error)
+
+    def _finish(
+        self, result: AgentResult[Any], spec: OutputSpec[Any] | None, raise_on_error: bool | None
+    ) -> AgentResult[Any]:
+        if spec is not None:
+            result = spec.finish(result)
+        if self.raise_on_error if raise_on_error is None else raise_on_error:
+            result.raise_for_error()
+        return result
 
     @overload
     def prompt_sync(
@@ -504,6 +539,7 @@ class Agent(
         *,
         images: Sequence[Image] | None = None,
         backend: str = "asyncio",
+        raise_on_error: bool | None = None,
     ) -> AgentResult[OutputT]: ...
     @overload
     def prompt_sync(
@@ -513,6 +549,7 @@ class Agent(
         images: Sequence[Image] | None = None,
         backend: str = "asyncio",
         output_type: type[U],
+        raise_on_error: bool | None = None,
     ) -> AgentResult[U]: ...
     def prompt_sync(
         self,
@@ -521,17 +558,25 @@ class Agent(
         images: Sequence[Image] | None = None,
         backend: str = "asyncio",
         output_type: Any = None,
+        raise_on_error: bool | None = None,
     ) -> AgentResult[Any]:
         """``prompt`` on a fresh event loop of ``backend`` ("asyncio" or "trio"), blocking.
 
         Raises:
             RuntimeError: called from inside a running event loop (use ``await prompt()``).
-            AgentError: as ``prompt`` (``AlreadyRunning``, and with typed output
-                ``StructuredOutputFailed``, ``Aborted``, ``ModelError``, ``HookFailed``).
+            MissingExtra: ``backend="trio"`` without trio installed (the ``[trio]`` extra).
+            AgentError: as ``prompt`` (``AlreadyRunning``, and for a run that failed its typed
+                error, unless ``raise_on_error=False``).
         """
         ensure_no_event_loop("prompt_sync", "prompt")
-        call = functools.partial(self.prompt, input, images=images, output_type=output_type)
-        result: AgentResult[Any] = anyio.run(self._on_own_loop, call, backend=backend)
+        call = functools.partial(
+            self.prompt,
+            input,
+            images=images,
+            output_type=output_type,
+            raise_on_error=raise_on_error,
+        )
+        result: AgentResult[Any] = run_on_backend(self._on_own_loop, call, backend=backend)
         return result
 
     async def _on_own_loop(self, call: Callable[[], Awaitable[U]]) -> U:
@@ -589,37 +634,45 @@ class Agent(
         return AgentStream(self, self._continue_prompts, self._output_spec(output_type))
 
     @overload
-    async def continue_run(self) -> AgentResult[OutputT]: ...
+    async def continue_run(self, *, raise_on_error: bool | None = None) -> AgentResult[OutputT]: ...
     @overload
-    async def continue_run(self, *, output_type: type[U]) -> AgentResult[U]: ...
-    async def continue_run(self, *, output_type: Any = None) -> AgentResult[Any]:
+    async def continue_run(
+        self, *, output_type: type[U], raise_on_error: bool | None = None
+    ) -> AgentResult[U]: ...
+    async def continue_run(
+        self, *, output_type: Any = None, raise_on_error: bool | None = None
+    ) -> AgentResult[Any]:
         """Continue from the history (or from queued messages, when it is empty): after a tool
         result, a user message, queued messages, or a failed answer (which is retried; after a
         context overflow with the overflow signal set, so the transformers prune harder).
+
+        A run that fails raises as ``prompt`` does, unless ``raise_on_error=False``.
 
         Raises:
             NoMessages: the history is empty and nothing is queued.
             InvalidContinue: the last message is the assistant's answer and nothing is queued.
             AlreadyRunning: a run is active.
-            AgentError: with typed output, as ``prompt``.
+            AgentError: the run failed, as ``prompt``.
         """
         if self._running:
             raise AlreadyRunning("the agent is already running")
         spec = self._output_spec(output_type)
         result = await self._execute(self._continue_prompts(), spec)
-        return result if spec is None else spec.finish(result)
+        return self._finish(result, spec, raise_on_error)
 
-    def continue_run_sync(self, *, backend: str = "asyncio") -> AgentResult[OutputT]:
+    def continue_run_sync(
+        self, *, backend: str = "asyncio", raise_on_error: bool | None = None
+    ) -> AgentResult[OutputT]:
         """``continue_run`` on a fresh event loop, blocking.
 
         Raises:
             RuntimeError: called from inside a running event loop.
+            MissingExtra: ``backend="trio"`` without trio installed (the ``[trio]`` extra).
             AgentError: as ``continue_run``.
         """
         ensure_no_event_loop("continue_run_sync", "continue_run")
-        result: AgentResult[OutputT] = anyio.run(
-            self._on_own_loop, self.continue_run, backend=backend
-        )
+        call = functools.partial(self.continue_run, raise_on_error=raise_on_error)
+        result: AgentResult[OutputT] = run_on_backend(self._on_own_loop, call, backend=backend)
         return result
 
     # ---------------------------------------------------------------- control
@@ -666,6 +719,50 @@ class Agent(
         if self._running:
             raise AlreadyRunning("cannot reset a running agent")
         self._set_initial_state()
+
+    @contextlib.contextmanager
+    def override(
+        self,
+        *,
+        model: str | ModelSpec | None = None,
+        stream_fn: StreamFn | None = None,
+        tools: Iterable[AgentTool] | None = None,
+        deps: Any = _KEEP,
+    ) -> Iterator[Self]:
+        """Use another model, provider, tools or deps inside a ``with`` block, then put the
+        agent's own back, whatever happens in the block.
+
+        Made for tests of an application's existing agent: point it at a scripted model
+        without editing the code that built it, and without registering a provider for the
+        whole process::
+
+            with support_agent.override(stream_fn=ScriptedStream([reply_text("hi")])):
+                result = await support_agent.prompt("hello")
+
+        ``stream_fn`` alone keeps the model's spec (its name, context window and prices); a
+        model string alone resolves its provider as ``Agent(model=...)`` does. Overrides do not
+        nest across tasks: one agent, one override at a time.
+
+        Raises:
+            AlreadyRunning: a run is active (on entering).
+            UnknownModel: a model string no installed provider resolves.
+        """
+        if self._running:
+            raise AlreadyRunning("cannot override a running agent")
+        saved = (self.model, self.stream_fn, self._tools, self._tool_index, self.deps)
+        try:
+            if model is not None or stream_fn is not None:
+                if model is None:
+                    self.stream_fn = stream_fn  # type: ignore[assignment]
+                else:
+                    self.model, self.stream_fn = _resolve(model, stream_fn)
+            if tools is not None:
+                self.set_tools(tools)
+            if deps is not _KEEP:
+                self.deps = deps
+            yield self
+        finally:
+            (self.model, self.stream_fn, self._tools, self._tool_index, self.deps) = saved
 
     # ---------------------------------------------------------------- context and sessions
 

@@ -78,9 +78,9 @@ class AgentHandle:
     async def _run(self, prompt: AgentInput | None) -> None:
         try:
             if prompt is None:
-                self._result = await self.agent.continue_run()
+                self._result = await self.agent.continue_run(raise_on_error=False)
             else:
-                self._result = await self.agent.prompt(prompt)
+                self._result = await self.agent.prompt(prompt, raise_on_error=False)
         except Exception as exc:
             self._error = exc
         finally:

@@ -12,14 +12,14 @@ import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
 import msgspec
 
 from ._entry import EventStream
-from ._errors import AlreadyRunning
+from ._errors import AlreadyRunning, MissingExtra
 from ._events import (
     MessageEnd,
     MessageUpdate,
@@ -45,9 +45,12 @@ __all__ = [
     "AgentRunner",
     "AgentStream",
     "ensure_no_event_loop",
+    "run_on_backend",
 ]
 
 log = logging.getLogger("agentloop.agent")
+
+T = TypeVar("T")
 
 PLAN_MODE_INSTRUCTION = (
     "You are in plan mode. Investigate with the read-only tools available, then answer with a "
@@ -74,6 +77,17 @@ def ensure_no_event_loop(what: str, async_form: str) -> None:
         f"{what}() cannot be called from inside a running event loop; "
         f"use the async form (await agent.{async_form}(...)) instead"
     )
+
+
+def run_on_backend(func: Callable[..., Awaitable[T]], *args: Any, backend: str) -> T:
+    """``anyio.run`` on ``backend``, with an error naming our extra when trio is missing.
+
+    Raises:
+        MissingExtra: ``backend="trio"`` and trio is not installed.
+    """
+    if backend == "trio":
+        MissingExtra.check('backend="trio"', "trio", "trio")
+    return anyio.run(func, *args, backend=backend)
 
 
 class _ReadOnlyTools:
@@ -369,22 +383,18 @@ class AgentStream(EventStream[OutputT]):
         self._output = output
         self._entered = False
         self._result: AgentResult[OutputT] | None = None
-        self._output_error: Exception | None = None
         self._inside: contextvars.Token[tuple[object, ...]] | None = None
         self._recording: _Recording | None = None
         self._tg = None
 
     @property
     def result(self) -> AgentResult[OutputT]:
-        """The run's result.
+        """The run's result; a run that failed is data here (reading its ``output`` raises
+        the run's typed error).
 
         Raises:
             RuntimeError: the run has not finished.
-            Aborted, ModelError, HookFailed, StructuredOutputFailed: with typed output, the run
-                ended without a valid output.
         """
-        if self._output_error is not None:
-            raise self._output_error
         return super().result
 
     async def __aenter__(self) -> Self:
@@ -453,7 +463,4 @@ class AgentStream(EventStream[OutputT]):
             )
             self._agent._release(result)
             if self._output is not None and self._result is not None:
-                try:
-                    self._result = self._output.finish(self._result)
-                except Exception as error:
-                    self._output_error = error
+                self._result = self._output.finish(self._result)

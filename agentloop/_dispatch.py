@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 __all__ = ["STEERING_CANCELLED", "Batch"]
 
 log = logging.getLogger("agentloop.loop")
+# A tool that raises is the model's business (it reads the error result) and the developer's
+# (the traceback): the latter gets it here, at WARNING.
+tool_log = logging.getLogger("agentloop.tools")
 
 STEERING_CANCELLED = "tool call cancelled: user requested steering interrupt"
 ABORTED = "tool call aborted: the run was cancelled"
@@ -514,7 +517,14 @@ class Batch:
                 return
             slot.result = result
         except Exception as exc:
-            log.debug("tool %s raised", name, exc_info=True)
+            tool_log.warning(
+                "tool %r (call %s) raised %s: %s; the model gets an error result",
+                name,
+                call_id,
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
             slot.result = AgentToolResult.error(
                 f"tool {name!r} failed: {type(exc).__name__}: {exc}"
             )

@@ -18,7 +18,9 @@ results); these exceptions are for what the caller must handle::
     ├── Aborted                     the run was aborted
     ├── ToolArgumentError           (also ValueError) arguments that do not fit a tool
     ├── SessionNotFound             (also LookupError) no session has this id
-    └── UnknownModel                (also LookupError) a model string no provider resolves
+    ├── UnknownModel                (also LookupError) a model string no provider resolves
+    └── MissingExtra                (also ModuleNotFoundError) a feature whose optional
+                                    dependencies are not installed; names the extra
 
 The other packages hang their own errors under this tree: ``agentloop_providers`` (unknown
 presets, malformed wire data, frames over the limit, invalid API keys, missing AWS
@@ -30,6 +32,7 @@ the library: where a task group is an internal detail, its one failure is raised
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import anyio
 
@@ -40,6 +43,7 @@ __all__ = [
     "ContextWindowOverflow",
     "HookFailed",
     "InvalidContinue",
+    "MissingExtra",
     "ModelError",
     "ModelThrottled",
     "SessionNotFound",
@@ -74,7 +78,14 @@ class ErrorKind(enum.StrEnum):
 
 
 class AgentError(Exception):
-    """Base class of every error this library raises."""
+    """Base class of every error this library raises.
+
+    An error that ended a run (raised by ``Agent.prompt``, ``AgentResult.output`` or
+    ``raise_for_error``) carries that run's ``AgentResult`` as ``result``: its messages, usage
+    and cost; ``None`` otherwise.
+    """
+
+    result: Any = None
 
 
 class ModelError(AgentError):
@@ -175,6 +186,51 @@ class UnknownModel(AgentError, LookupError):
 
 class Aborted(AgentError):
     """The run was aborted."""
+
+
+DISTRIBUTION = "anyio-agentloop"
+
+
+class MissingExtra(AgentError, ModuleNotFoundError):
+    """A feature needs optional dependencies that are not installed.
+
+    The message names the extra that brings them and the command that installs it::
+
+        agentloop_tui needs the [tui] extra: pip install "anyio-agentloop[tui]"
+
+    Args:
+        what: what was asked for (a module, a command, an option).
+        extra: the extra that installs what it needs.
+        missing: the module that could not be imported, if known.
+    """
+
+    def __init__(self, what: str, extra: str, *, missing: str | None = None) -> None:
+        hint = f" (no module named {missing!r})" if missing else ""
+        super().__init__(
+            f'{what} needs the [{extra}] extra{hint}: pip install "{DISTRIBUTION}[{extra}]"',
+            name=missing,
+        )
+        self.what = what
+        self.extra = extra
+
+    @classmethod
+    def check(cls, what: str, extra: str, *modules: str) -> None:
+        """Raise for ``what`` unless every module in ``modules`` can be found.
+
+        It only looks for the modules (``importlib.util.find_spec``), it does not import them.
+
+        Raises:
+            MissingExtra: one of them is not installed.
+        """
+        from importlib.util import find_spec
+
+        for module in modules:
+            try:
+                found = find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise cls(what, extra, missing=module)
 
 
 def error_for_kind(

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from ._errors import UnknownModel
+from ._errors import DISTRIBUTION, UnknownModel
 
 if TYPE_CHECKING:
     from ._abc import StreamFn
@@ -34,7 +34,7 @@ __all__ = [
 log = logging.getLogger("agentloop.models")
 
 ENTRY_POINT_GROUP = "agentloop.providers"
-PROVIDERS_EXTRA = "pip install 'anyio-agentloop[providers]'"
+PROVIDERS_EXTRA = f'pip install "{DISTRIBUTION}[providers]"'
 
 
 class ResolvedModel(NamedTuple):
@@ -110,14 +110,26 @@ def resolve_model(model: str) -> ResolvedModel:
     """
     provider, model_id = split_model_string(model)
     factory = _registered.get(provider)
-    if factory is None:
-        entry = _load_entry_points().get(provider)
-        if entry is not None:
-            factory = entry.load()  # type: ignore[attr-defined]
-    if factory is None:
-        known = ", ".join(registered_providers()) or "none"
+    entry: Any = None
+    try:
+        if factory is None:
+            entry = _load_entry_points().get(provider)
+            if entry is not None:
+                factory = entry.load()
+        if factory is None:
+            known = ", ".join(registered_providers()) or "none"
+            raise UnknownModel(
+                f"no provider named {provider!r} is installed (installed: {known}); the "
+                f"providers that ship with agentloop come with: {PROVIDERS_EXTRA}"
+            )
+        return factory(model_id)
+    except ModuleNotFoundError as exc:
+        # The provider is registered but what it needs is not installed: name the extra
+        # (an entry point declares it: ``name = "module:attr [extra]"``).
+        if (exc.name or "").partition(".")[0].startswith("agentloop"):
+            raise
+        extras = list(getattr(entry, "extras", None) or ["providers"])
         raise UnknownModel(
-            f"no provider named {provider!r} is installed (installed: {known}); the providers "
-            f"that ship with agentloop come with: {PROVIDERS_EXTRA}"
-        )
-    return factory(model_id)
+            f"model {model!r}: the {provider!r} provider needs the [{extras[0]}] extra "
+            f'(no module named {exc.name!r}): pip install "{DISTRIBUTION}[{extras[0]}]"'
+        ) from exc

@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from ._errors import Aborted, AgentError, StructuredOutputFailed, ToolArgumentError
+from ._errors import ToolArgumentError
 from ._events import AgentToolResult
 from ._extras import RunExtras
 from ._policy import CONTINUE, Inject, PolicyContext, PolicyVerdict, Stop
-from ._tools import validator_for
+from ._tools import _last_line, validator_for
 from ._types import AgentResult, StopReason, StreamOptions, UserMessage
 
 if TYPE_CHECKING:
     from ._abc import OnUpdate
 
-__all__ = ["OutputSpec"]
+__all__ = ["OutputSpec", "check_output_type"]
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -58,6 +58,24 @@ def _schema_for(output: Any) -> tuple[dict[str, Any], bool]:
     if "$defs" in schema:
         wrapped["$defs"] = schema["$defs"]
     return wrapped, True
+
+
+def check_output_type(output: Any) -> None:
+    """Refuse, naming ``output_type``, a type whose values a model's JSON cannot give.
+
+    Raises:
+        TypeError: msgspec can make no JSON Schema for ``output``.
+    """
+    if output is None or output is str or isinstance(output, dict):
+        return
+    try:
+        _schema_for(output)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"output_type {getattr(output, '__qualname__', output)!r} is not supported ({_last_line(exc)}); "
+            "use a msgspec Struct, a dataclass, a TypedDict, a plain type such as int or "
+            "list[str], or a JSON Schema dict"
+        ) from None
 
 
 class _FinalTool:
@@ -186,24 +204,16 @@ class OutputSpec(Generic[T]):
         return msgspec.structs.replace(options, tool_choice=choice)
 
     def finish(self, result: AgentResult[Any]) -> AgentResult[T]:
-        """``result`` with the validated output.
-
-        Raises:
-            Aborted: the run was aborted before the output arrived.
-            ModelError, HookFailed: the run ended in that error first.
-            StructuredOutputFailed: the output was still invalid (or never given) after the
-                allowed attempts.
-            (Each carries the run's result as ``.result``.)
-        """
+        """``result`` with the validated output, or with why there is none (reading its
+        ``output`` then raises ``StructuredOutputFailed``, or the run's own error)."""
         tool = self.tool
         if tool.value is not _UNSET:
             return msgspec.structs.replace(result, output=tool.value)
-        error: AgentError | None
-        if result.stop_reason is StopReason.ABORTED:
-            error = Aborted("the run was aborted before the output arrived")
-        else:
-            error = result.exception()
-        if error is None:
-            error = StructuredOutputFailed(max(tool.attempts, 1), tool.last_error)
-        error.result = result  # type: ignore[attr-defined]
-        raise error
+        if result.stop_reason is StopReason.ABORTED or result.stop_reason is StopReason.ERROR:
+            return result  # its own error comes first
+        return msgspec.structs.replace(
+            result,
+            output=None,
+            output_error=tool.last_error or "the model gave no output",
+            output_attempts=max(tool.attempts, 1),
+        )

@@ -138,7 +138,9 @@ async def run_child(
                 DelegationEnd(
                     path=[hop],
                     stop_reason=result.stop_reason if result is not None else StopReason.ABORTED,
-                    output=str(result.output) if result is not None else "",
+                    output=str(result.output if result.ok else result.text)
+                    if result is not None
+                    else "",
                     error=result.error if result is not None else None,
                     usage=spent_usage,
                     cost=spent_cost,

@@ -37,7 +37,7 @@ class TeamResult:
     """What a team's run produced.
 
     Attributes:
-        output: the last agent's output.
+        output: the last agent's output (``None`` when its leg failed: see ``ok``).
         agent: the name of the agent that finished.
         chain: every agent that held the conversation, in order.
         results: each leg's ``AgentResult``, in order.
@@ -54,6 +54,11 @@ class TeamResult:
     messages: list[AgentMessage]
     usage: Usage
     cost: Cost
+
+    @property
+    def ok(self) -> bool:
+        """Whether the last leg has an output (see ``AgentResult.ok``)."""
+        return not self.results or self.results[-1].ok
 
 
 class _State:
@@ -176,15 +181,18 @@ class Team:
         *,
         start: str | None = None,
         on_event: Callable[[AgentEvent], object] | None = None,
+        raise_on_error: bool = True,
     ) -> TeamResult:
         """Run the team on ``prompt``, starting with ``start`` (the first member by default).
 
         Each member's history is set to the conversation before its leg; ``on_event`` sees
-        every member's events.
+        every member's events. As with ``Agent.prompt``, a run whose last leg failed raises
+        that leg's typed error (carrying its ``AgentResult``) unless ``raise_on_error=False``.
 
         Raises:
             KeyError: ``start`` names no member.
             AlreadyRunning: a member is running already.
+            AgentError: the last leg failed (``ModelError``, ``HookFailed``, ``Aborted``).
         """
         state = _State(self)
         name = start or next(iter(self.agents))
@@ -211,8 +219,10 @@ class Team:
             results.append(result)
             conversation = agent.messages
             if state.pending is None:
+                if raise_on_error:
+                    result.raise_for_error()
                 return TeamResult(
-                    output=result.output,
+                    output=result.output if result.ok else None,
                     agent=name,
                     chain=list(state.chain),
                     results=results,

@@ -302,12 +302,19 @@ class FunctionTool:
         fields: list[Any] = []
         self._context_param: str | None = None
         for param in inspect.signature(fn).parameters.values():
-            annotation = hints.get(param.name, Any)
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"@tool function {self.name!r} cannot take *args or **kwargs")
+            if param.name not in hints:
+                raise TypeError(
+                    f"@tool function {self.name!r}: parameter {param.name!r} has no type "
+                    "annotation, so the model would not know what to pass; annotate it "
+                    f"({param.name}: str, int, a msgspec Struct...; Any accepts any JSON value)"
+                )
+            annotation = hints[param.name]
             if annotation is ToolContext or get_origin(annotation) is ToolContext:
                 self._context_param = param.name
                 continue
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"@tool function {self.name!r} cannot take *args or **kwargs")
+            _check_annotation(self.name, param.name, annotation)
             if param.default is param.empty:
                 fields.append((param.name, annotation))
             else:
@@ -315,7 +322,11 @@ class FunctionTool:
         self._args_type: type[msgspec.Struct] = msgspec.defstruct(
             f"{self.name}_arguments", fields, kw_only=True, forbid_unknown_fields=True
         )
-        self.parameters = _inline_schema(msgspec.json.schema(self._args_type), arg_docs)
+        try:
+            schema = msgspec.json.schema(self._args_type)
+        except (TypeError, ValueError) as exc:  # a default msgspec cannot encode, say
+            raise TypeError(f"@tool function {self.name!r}: {exc}") from None
+        self.parameters = _inline_schema(schema, arg_docs)
 
     def validate_arguments(self, arguments: Any) -> Any:
         """Decode ``arguments`` into the function's parameter types.
@@ -381,6 +392,28 @@ class FunctionTool:
         return f"<FunctionTool {self.name}>"
 
 
+def _last_line(exc: BaseException) -> str:
+    """The line of msgspec's message that names the type (it explains schema hooks first)."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _check_annotation(tool: str, param: str, annotation: Any) -> None:
+    """Refuse, naming the tool and the parameter, a type the model's JSON cannot give.
+
+    Raises:
+        TypeError: msgspec can make no JSON Schema for ``annotation``.
+    """
+    try:
+        msgspec.json.schema(annotation)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"@tool function {tool!r}: parameter {param!r} has a type a model's JSON arguments "
+            f"cannot be decoded into ({_last_line(exc)}); use str, int, float, bool, lists and dicts of "
+            "them, a msgspec Struct, a dataclass, a TypedDict or Any"
+        ) from None
+
+
 def _inline_schema(schema: dict[str, Any], arg_docs: dict[str, str]) -> dict[str, Any]:
     defs: dict[str, Any] = dict(schema.get("$defs", {}))
     ref = schema.get("$ref", "")
@@ -443,7 +476,9 @@ def tool(
             return a + b
 
     Raises:
-        TypeError: the function takes ``*args``/``**kwargs`` or has unsupported annotations.
+        TypeError: the function takes ``*args``/``**kwargs``, or a parameter has no annotation
+            or a type a model's JSON arguments cannot be decoded into (the message names the
+            tool and the parameter).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, overload
 
 import msgspec
 
-from ._errors import Aborted, AgentError, ErrorKind, HookFailed, error_for_kind
+from ._errors import (
+    Aborted,
+    AgentError,
+    ErrorKind,
+    HookFailed,
+    StructuredOutputFailed,
+    error_for_kind,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -548,19 +555,8 @@ class AgentContext(msgspec.Struct, kw_only=True):
     tools: list[Any] = msgspec.field(default_factory=list)
 
 
-class AgentResult(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
-    """What a finished run produced.
-
-    ``output`` is the run's output: the final answer's text, or, for an agent or prompt given an
-    ``output_type``, the validated value of that type (a prompt with an ``output_type`` that
-    ends without one raises instead of returning; see ``Agent.prompt``).
-
-    ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
-    cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
-    ``error`` and ``error_kind`` are set when the run ended in a model error, ``stopped_by``
-    when a policy ended it. ``unsaved_messages`` counts committed messages the agent's session
-    store did not take (``session_error`` says why); they never make a run fail.
-    """
+class _ResultFields(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
+    """The fields of ``AgentResult``: see there."""
 
     messages: list[AgentMessage]
     stop_reason: StopReason
@@ -572,6 +568,58 @@ class AgentResult(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
     unsaved_messages: int = 0
     session_error: str | None = None
     output: OutputT
+    # A typed run that ended without a valid value: why, and after how many attempts.
+    output_error: str | None = None
+    output_attempts: int = 0
+
+
+# The stored ``output``, read past the property that refuses a failed run's.
+_stored_output = _ResultFields.__dict__["output"].__get__
+
+
+class AgentResult(_ResultFields[OutputT], frozen=True, kw_only=True):
+    """What a finished run produced.
+
+    ``output`` is the run's output: the final answer's text, or, for an agent or prompt given an
+    ``output_type``, the validated value of that type. **A run that failed has no output**:
+    reading ``output`` of a run that ended in a model error, a hook failure or an abort (or of a
+    typed run that ended without a valid value, ``output_error`` says why) raises that run's
+    typed ``AgentError``, the same one ``Agent.prompt`` raises unless told
+    ``raise_on_error=False``. ``ok`` says whether there is an output.
+
+    ``stop_reason`` comes from the last assistant message (``aborted`` when the run was
+    cancelled); ``usage`` and ``cost`` are summed over every assistant message of the run.
+    ``error`` and ``error_kind`` are set when the run ended in a model error, ``stopped_by``
+    when a policy ended it. ``unsaved_messages`` counts committed messages the agent's session
+    store did not take (``session_error`` says why); they never make a run fail.
+    """
+
+    @property  # type: ignore[misc]
+    def output(self) -> OutputT:
+        """The run's output: the final text, or the typed value.
+
+        Raises:
+            ModelError: the run ended in a model error (``ContextWindowOverflow``,
+                ``ModelThrottled``, ``NetworkError``, ``StreamError``).
+            HookFailed: application code the loop calls raised.
+            Aborted: the run was aborted.
+            StructuredOutputFailed: a typed run ended without a valid value.
+            (Each carries this result as ``.result``.)
+        """
+        if (
+            self.stop_reason is StopReason.ERROR
+            or self.stop_reason is StopReason.ABORTED
+            or self.output_error is not None
+        ):
+            self.raise_for_error()
+        value: OutputT = _stored_output(self)
+        return value
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run has an output: it ended neither in error nor aborted, and a typed
+        run got its value."""
+        return self.exception() is None
 
     @property
     def final_message(self) -> AssistantMessage | None:
@@ -588,24 +636,35 @@ class AgentResult(msgspec.Struct, Generic[OutputT], frozen=True, kw_only=True):
         return "" if final is None else final.text
 
     def exception(self) -> AgentError | None:
-        """The typed error for a run that ended in error or abort (``None`` otherwise)."""
+        """The typed error of a run that failed (``None`` for one that did not); it carries
+        this result as ``.result``."""
+        error: AgentError
         if self.stop_reason is StopReason.ABORTED:
-            return Aborted("the run was aborted")
-        if self.stop_reason is StopReason.ERROR:
+            error = Aborted("the run was aborted")
+        elif self.stop_reason is StopReason.ERROR:
             if self.error_kind is ErrorKind.HOOK:
                 hook = (self.error or "").partition(" raised ")[0]
-                return HookFailed(self.error or "a hook failed", hook=hook)
-            return error_for_kind(self.error_kind or ErrorKind.OTHER, self.error or "model error")
-        return None
+                error = HookFailed(self.error or "a hook failed", hook=hook)
+            else:
+                error = error_for_kind(
+                    self.error_kind or ErrorKind.OTHER, self.error or "model error"
+                )
+        elif self.output_error is not None:
+            error = StructuredOutputFailed(max(self.output_attempts, 1), self.output_error)
+        else:
+            return None
+        error.result = self
+        return error
 
     def raise_for_error(self) -> None:
-        """Raise the typed ``AgentError`` for a run that ended in error or abort.
+        """Raise the typed ``AgentError`` of a run that failed; do nothing otherwise.
 
         Raises:
             ModelError: the model failed (``ContextWindowOverflow``, ``ModelThrottled``,
                 ``NetworkError``, ``StreamError``).
             HookFailed: application code the loop calls raised.
             Aborted: the run was aborted.
+            StructuredOutputFailed: a typed run ended without a valid value.
         """
         error = self.exception()
         if error is not None:

@@ -1,7 +1,7 @@
-"""``python -m agentloop_coding`` is the ``agentloop`` command."""
+"""``python -m agentloop_coding run|acp|config|sessions``: the coding agent's commands."""
 
 import sys
 
-from ._cli import main
+from .cli import main
 
 sys.exit(main())

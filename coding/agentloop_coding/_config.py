@@ -143,12 +143,15 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
             (a file path, ``env AGENTLOOP_MODEL``, ``command line``).
         files: the configuration files that were read.
         warnings: settings that were ignored, and why.
+        looked_for: every configuration file looked for, read or not (the user's, then the
+            project's), so that a person can see where settings may come from.
     """
 
     config: Config
     sources: dict[str, str]
     files: list[str]
     warnings: list[str]
+    looked_for: list[str] = msgspec.field(default_factory=list)
 
 
 def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -201,6 +204,8 @@ def _read_file(path: Path) -> dict[str, Any]:
             table = tomllib.load(file)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     _check_secrets(table, str(path))
@@ -269,6 +274,7 @@ def load_config(
     warnings: list[str] = []
 
     user = Path(user_file) if user_file is not None else user_config_path(env)
+    looked_for = [str(user)]
     if user.is_file():
         for key, value in _read_file(user).items():
             values[key], sources[key] = value, str(user)
@@ -277,6 +283,11 @@ def load_config(
 
     project = project_config_path(workspace) if read_project else None
     if project is not None and project != user:
+        looked_for.append(str(project))
+    elif project is None and read_project:
+        here = os.path.realpath(os.fspath(workspace))
+        looked_for.append(os.path.join(here, ".agentloop.toml") + " (and in each directory above)")
+    if project is not None and project != user and project.is_file():
         table = _read_file(project)
         files.append(str(project))
         for key, value in table.items():
@@ -305,4 +316,6 @@ def load_config(
         if value is not None:
             values[key], sources[key] = value, "command line"
     config = _build(values, "the command line")
-    return LoadedConfig(config=config, sources=sources, files=files, warnings=warnings)
+    return LoadedConfig(
+        config=config, sources=sources, files=files, warnings=warnings, looked_for=looked_for
+    )

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 import agentloop
-from agentloop import StopReason
+from agentloop import SessionNotFound, StopReason
 from agentloop_policies import ALWAYS_ALLOW
 
+from ._config import ConfigError
 from ._render import TextRenderer
+from ._session import CodingSession, list_sessions, open_store
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,9 +36,9 @@ if TYPE_CHECKING:
     from agentloop import AgentTool, ToolCall
     from agentloop_policies import ApprovalAnswer
 
-    from ._session import CodingSession
+    from ._config import Config
 
-__all__ = ["EXIT_CODES", "exit_code", "run_prompt", "terminal_ask"]
+__all__ = ["EXIT_CODES", "exit_code", "run_headless", "run_prompt", "terminal_ask"]
 
 EXIT_CODES = {
     "completed": 0,
@@ -167,3 +169,65 @@ async def run_prompt(
         if result.stop_reason is StopReason.ABORTED:
             writer.write([("err", "aborted\n")])
     return exit_code(result, interrupted[0] if interrupted else None)
+
+
+async def _latest_here(config: Config, root: str) -> str:
+    for info in await list_sessions(config):
+        if info.metadata.get("cwd") == root:
+            return info.id
+    raise ConfigError(f"no stored session for {root} to resume (agentloop sessions lists them)")
+
+
+async def run_headless(
+    config: Config,
+    prompt: str,
+    root: str,
+    resume: str | None,
+    session_name: str | None,
+    record: bool,
+    model: str | None,
+    json_lines: bool,
+    verbose: bool,
+) -> int:
+    """``agentloop run``: start or continue a session in ``root`` and run ``prompt`` in it.
+
+    ``resume`` is ``None`` (a new session), ``""`` (the latest session of ``root``) or a
+    session's id; ``session_name`` continues that session if it exists, else starts it.
+
+    Raises:
+        ConfigError: nothing to resume here.
+        SessionNotFound: ``resume`` names no stored session.
+    """
+    resume_id: str | None = None
+    session_id: str | None = None
+    if resume is not None:
+        resume_id = resume or await _latest_here(config, root)
+    elif session_name:
+        try:
+            await open_store(config).info(session_name)
+            resume_id = session_name
+        except SessionNotFound:
+            session_id = session_name
+    try:
+        session = await CodingSession.start(
+            config,
+            workspace=root,
+            resume=resume_id,
+            session_id=session_id,
+            record=record,
+            model=model,  # a flag wins over the resumed session's own model
+        )
+    except SessionNotFound:
+        raise SessionNotFound(
+            f"no stored session {resume_id!r} (agentloop sessions lists them; to send a "
+            f"one-word prompt to the latest session: agentloop run --resume -- {resume_id})"
+        ) from None
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        session.ask = terminal_ask(session, sys.stdin, sys.stderr)
+    try:
+        code = await run_prompt(session, prompt, json_lines=json_lines, verbose=verbose)
+    finally:
+        await session.aclose()
+    if session.session_id is not None:
+        print(f"session: {session.session_id}", file=sys.stderr)
+    return code

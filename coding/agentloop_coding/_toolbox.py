@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
     from ._base import CodingTool
 
-__all__ = ["coding_tools"]
+__all__ = ["TOOL_NAMES", "coding_tools"]
+
+TOOL_NAMES = frozenset(
+    {"read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash"}
+)  # the built-in tools' names, for checking settings that name them (``--trust``)
 
 
 def coding_tools(

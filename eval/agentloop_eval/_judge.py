@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agentloop import Agent, ModelSpec, StopReason, StreamOptions
+from agentloop import Agent, ModelSpec, StreamOptions
 
 from ._matchers import Check
 
@@ -100,11 +100,7 @@ class LlmJudge:
             system_prompt=self.system_prompt,
             stream_options=self.stream_options,
         )
-        result = await judge.prompt(judge_prompt(trajectory, self.rubric))
-        if result.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
-            error = result.exception()
-            assert error is not None
-            raise error
+        result = await judge.prompt(judge_prompt(trajectory, self.rubric))  # raises if it fails
         answer = result.text.strip()
         verdict = parse_verdict(answer)
         reason = answer.splitlines()[-1].strip() if answer else ""

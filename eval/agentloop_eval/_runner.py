@@ -16,6 +16,7 @@ import anyio
 import msgspec
 
 from agentloop import (
+    Aborted,
     Agent,
     AgentError,
     AgentResult,
@@ -211,6 +212,8 @@ class _SuiteRun:
             status, error = "error", f"timed out after {timeout:g}s"
         except (StructuredOutputFailed, HookFailed) as exc:
             status, error = "failed", str(exc)
+        except Aborted as exc:
+            status, error = "error", str(exc)
         except ModelError as exc:
             status = "error" if exc.kind in INFRASTRUCTURE_ERRORS else "failed"
             error = str(exc)

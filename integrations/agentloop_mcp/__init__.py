@@ -20,6 +20,10 @@ Built on the official ``mcp`` SDK; imports ``agentloop`` and nothing else of thi
 Runs on asyncio and trio (``serve`` over HTTP needs asyncio, for uvicorn).
 """
 
+from agentloop import MissingExtra as _MissingExtra
+
+_MissingExtra.check("agentloop_mcp", "mcp", "mcp")  # one clear line, not a deep ImportError
+
 from ._config import (
     HttpServer as HttpServer,
     RestartPolicy as RestartPolicy,

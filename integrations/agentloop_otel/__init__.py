@@ -16,6 +16,12 @@ Built on the OpenTelemetry API (``pip install anyio-agentloop[otel]``); set up a
 export. Imports ``agentloop`` and nothing else of this project; runs on asyncio and trio.
 """
 
+from agentloop import MissingExtra as _MissingExtra
+
+_MissingExtra.check(
+    "agentloop_otel", "otel", "opentelemetry"
+)  # one clear line, not a deep ImportError
+
 from ._instrumentation import OpenTelemetry as OpenTelemetry
 
 __all__ = ["OpenTelemetry"]

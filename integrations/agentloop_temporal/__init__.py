@@ -11,6 +11,12 @@ The workflow runs on Temporal's own asyncio event loop through anyio's asyncio b
 cannot run inside a workflow. The workers' activities and the client are asyncio too.
 """
 
+from agentloop import MissingExtra as _MissingExtra
+
+_MissingExtra.check(
+    "agentloop_temporal", "temporal", "temporalio"
+)  # one clear line, not a deep ImportError
+
 from ._activities import AgentActivities as AgentActivities
 from ._client import (
     AgentRun as AgentRun,

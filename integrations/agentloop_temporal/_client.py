@@ -306,24 +306,39 @@ class TemporalAgent:
         return AgentRun(handle, self._events)
 
     async def prompt(
-        self, *prompts: str | AgentMessage, checkpoint: Checkpoint | None = None
+        self,
+        *prompts: str | AgentMessage,
+        checkpoint: Checkpoint | None = None,
+        raise_on_error: bool = True,
     ) -> AgentResult[str]:
         """Run ``prompts`` to the end and return the result.
 
+        As ``Agent.prompt``: a run that ends in a model error, a hook failure or an abort
+        raises its typed error (carrying the result) unless ``raise_on_error=False``.
+
         Raises:
             AlreadyRunning: the conversation has a run in progress.
-            temporalio.client.WorkflowFailureError: the run failed.
+            AgentError: the run failed (``ModelError``, ``HookFailed``, ``Aborted``).
+            temporalio.client.WorkflowFailureError: the workflow itself failed.
         """
-        return await (await self.start(*prompts, checkpoint=checkpoint)).result()
+        result: AgentResult[str] = await (
+            await self.start(*prompts, checkpoint=checkpoint)
+        ).result()
+        if raise_on_error:
+            result.raise_for_error()
+        return result
 
-    async def continue_run(self, *, checkpoint: Checkpoint | None = None) -> AgentResult[str]:
+    async def continue_run(
+        self, *, checkpoint: Checkpoint | None = None, raise_on_error: bool = True
+    ) -> AgentResult[str]:
         """Run from the checkpoint with no new prompt (after queued messages, a tool result).
 
         Raises:
             AlreadyRunning: the conversation has a run in progress.
-            temporalio.client.WorkflowFailureError: the run failed.
+            AgentError: the run failed, as ``prompt``.
+            temporalio.client.WorkflowFailureError: the workflow itself failed.
         """
-        return await self.prompt(checkpoint=checkpoint)
+        return await self.prompt(checkpoint=checkpoint, raise_on_error=raise_on_error)
 
     def stream(
         self, *prompts: str | AgentMessage, checkpoint: Checkpoint | None = None

@@ -244,6 +244,7 @@ def load_model_sync(
     Raises:
         UnknownLocalModel: no preset or file by that name.
         LocalModelError: the preset's package is not installed, or the file cannot be loaded.
+        MissingExtra: llama-cpp-python (the ``[local]`` extra) is not installed.
         ValueError: ``context_window`` or ``max_contexts`` is not positive.
     """
     if max_contexts < 1 or (context_window is not None and context_window < 1):

@@ -18,6 +18,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from agentloop import MissingExtra
+
 from ._errors import LocalModelError
 
 if TYPE_CHECKING:
@@ -32,14 +34,17 @@ _keep: list[Any] = []  # ctypes callbacks that C holds for the life of the proce
 
 def runtime_available() -> bool:
     """Whether llama-cpp-python (the ``[local]`` extra) is installed; nothing is loaded."""
-    return importlib.util.find_spec("llama_cpp") is not None
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):  # a broken install, or a finder that refuses it
+        return False
 
 
 def binding() -> Any:
     """The ``llama_cpp`` module, imported and initialised once, with llama.cpp's log silenced.
 
     Raises:
-        LocalModelError: llama-cpp-python is not installed (the ``[local]`` extra).
+        MissingExtra: llama-cpp-python is not installed (the ``[local]`` extra).
     """
     global _binding
     with _binding_lock:
@@ -47,8 +52,8 @@ def binding() -> Any:
             try:
                 import llama_cpp
             except ImportError as exc:
-                raise LocalModelError(
-                    "in-process models need llama-cpp-python: pip install 'anyio-agentloop[local]'"
+                raise MissingExtra(
+                    "in-process models (agentloop_local)", "local", missing="llama_cpp"
                 ) from exc
 
             # llama.cpp writes every load step to stderr; an application decides what to show.

@@ -25,7 +25,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from agentloop import ErrorKind, StopReason, Usage
+from agentloop import ErrorKind, MissingExtra, StopReason, Usage
 from agentloop.stream import Done, ErrorEvent, StreamStart
 
 from ._errors import LocalModelError
@@ -199,6 +199,7 @@ class LocalProvider:
         Raises:
             UnknownLocalModel: no preset or file by that name.
             LocalModelError: the model cannot be loaded.
+            MissingExtra: llama-cpp-python (the ``[local]`` extra) is not installed.
         """
         if self._model is None:
             self._model = await load_model(
@@ -231,7 +232,7 @@ class LocalProvider:
                 return
         try:
             model = await self.model()
-        except (LocalModelError, ValueError) as exc:
+        except (LocalModelError, MissingExtra, ValueError) as exc:
             yield ErrorEvent(message=f"local: {exc}")
             return
         temperature = self.temperature if options.temperature is None else options.temperature

@@ -13,6 +13,7 @@ import urllib.parse
 from agentloop import ModelSpec, UnknownModel
 from agentloop.models import ResolvedModel
 
+from ._native import runtime_available
 from ._presets import presets
 from ._provider import LocalProvider
 
@@ -46,7 +47,11 @@ def local(model_id: str) -> ResolvedModel:
 
     Raises:
         UnknownModel: the model id's query is malformed.
+        ModuleNotFoundError: llama-cpp-python (the ``[local]`` extra) is not installed;
+            ``resolve_model`` turns it into an ``UnknownModel`` that names the extra.
     """
+    if not runtime_available():
+        raise ModuleNotFoundError("No module named 'llama_cpp'", name="llama_cpp")
     try:
         source, window = parse_model_id(model_id)
     except ValueError as exc:

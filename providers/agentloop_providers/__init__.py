@@ -28,6 +28,12 @@ Names are imported lazily, so ``import agentloop_providers`` costs nothing until
 
 from __future__ import annotations
 
+from agentloop import MissingExtra as _MissingExtra
+
+_MissingExtra.check(
+    "agentloop_providers", "providers", "httpx"
+)  # one clear line, not a deep ImportError
+
 import importlib
 from typing import TYPE_CHECKING, Any
 

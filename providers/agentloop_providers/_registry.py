@@ -21,6 +21,7 @@ started: ``llamacpp:qwen?context_window=8192`` (see ``_context_window``).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,10 @@ from ._presets import create_provider, model_spec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from agentloop import ModelSpec
+
+logger = logging.getLogger("agentloop.models")
 
 __all__ = [
     "anthropic",
@@ -68,6 +73,28 @@ def _base_url(preset: str) -> str | None:
     return url or None
 
 
+_LOCAL = frozenset({"llamacpp", "llamacpp_python", "vllm", "lmstudio", "ollama", "ollama_openai"})
+_told: set[tuple[str, str]] = set()
+
+
+def _tell_unknown(preset: str, spec: ModelSpec) -> None:
+    """Say once per model that the catalog does not know it (no window, no prices)."""
+    if spec.context_window is not None or (preset, spec.model_id) in _told:
+        return
+    _told.add((preset, spec.model_id))
+    # A local server's model is the user's own: no catalog can know it, so only INFO.
+    level = logging.INFO if preset in _LOCAL else logging.WARNING
+    logger.log(
+        level,
+        "model %r is not in the %s catalog: its context window and prices are unknown, so "
+        "context management cannot trim to fit and costs count as 0; pass "
+        "ModelSpec(context_window=..., pricing=...) (with stream_fn) to set them, or add "
+        "?context_window=N to the model string",
+        spec.model_id,
+        preset,
+    )
+
+
 def factory(preset: str) -> Callable[[str], ResolvedModel]:
     """The model-string factory of the preset named ``preset``."""
 
@@ -81,6 +108,7 @@ def factory(preset: str) -> Callable[[str], ResolvedModel]:
         spec = model_spec(preset, bare)
         if window is not None:
             spec = msgspec.structs.replace(spec, context_window=window)
+        _tell_unknown(preset, spec)
         return ResolvedModel(spec=spec, stream_fn=provider)
 
     resolve.__name__ = resolve.__qualname__ = preset

@@ -12,8 +12,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop_coding._cli import build_parser
-from agentloop_coding._scripted import load_script
+from agentloop_coding import load_script
+from agentloop_coding.cli import build_parser
 
 if TYPE_CHECKING:
     import pytest
@@ -40,7 +40,16 @@ def test_every_command_on_the_page_parses() -> None:
     assert len(found) >= 7
     parser = build_parser()
     for argv in found:
-        parser.parse_args(argv)  # exits (a test failure) on an unknown command or flag
+        if argv and argv[0] == "tui":
+            from agentloop_tui._main import build_parser as tui_parser
+
+            tui_parser().parse_args(argv[1:])
+        elif not argv or argv[0].startswith("-"):
+            from agentloop_tui._main import build_parser as tui_parser
+
+            tui_parser().parse_args(argv)  # agentloop alone, or with flags: the TUI
+        else:
+            parser.parse_args(argv)  # exits (a test failure) on an unknown command or flag
 
 
 def test_the_edit_example_prints_the_diff_the_page_shows(

@@ -315,7 +315,7 @@ async def perform(
 
             agent.subscribe(failing)
         agent.subscribe(on_event)
-        result = await agent.prompt(prompts)
+        result = await agent.prompt(prompts, raise_on_error=False)
 
     if agent is not None:
         steering_left = [_text(m) for m in agent.queued_steering]

@@ -191,7 +191,7 @@ class AgentMachine(RuleBasedStateMachine):
         self._subscribe_recorder()
 
     def _new_agent(self, checkpoint: al.Checkpoint | None = None) -> al.Agent:
-        options: dict[str, Any] = {"retry_strategy": ZeroDelayRetry()}
+        options: dict[str, Any] = {"retry_strategy": ZeroDelayRetry(), "raise_on_error": False}
         if checkpoint is not None:
             return al.Agent.from_checkpoint(
                 checkpoint, tools=self.tools, stream_fn=self.model, **options
@@ -236,7 +236,7 @@ class AgentMachine(RuleBasedStateMachine):
     def settle(self) -> None:
         self.portal.call(self._settle)
         if self.future is not None and self.future.done():
-            result = self.future.result()  # a run never raises
+            result = self.future.result()  # failures are data (raise_on_error=False)
             assert isinstance(result, al.AgentResult)
         if self.pausing is not None and self.pausing.done():
             # A pause returns once the run has stopped, with the state it stopped in.

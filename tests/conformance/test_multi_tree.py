@@ -130,7 +130,7 @@ async def perform(tree: Tree) -> None:
     if tree.team and helper is not None:
         team = multi.Team([root, helper])
         with anyio.fail_after(30):
-            result = await team.run("go", on_event=watch)
+            result = await team.run("go", on_event=watch, raise_on_error=False)
         total = result.usage
         top_events = events  # both members' events, in order
         ends = [e for e in top_events if isinstance(e, al.AgentEnd)]
@@ -138,7 +138,7 @@ async def perform(tree: Tree) -> None:
     else:
         root.subscribe(watch)
         with anyio.fail_after(30):
-            outcome = await root.prompt("go")
+            outcome = await root.prompt("go", raise_on_error=False)
         total = outcome.usage
         assert isinstance(events[0], al.AgentStart)
         assert isinstance(events[-1], al.AgentEnd)

@@ -142,7 +142,7 @@ async def test_abort_mid_tool_leaves_a_consistent_history() -> None:
     results: list[Any] = []
 
     async def run() -> None:
-        results.append(await agent.prompt("go"))
+        results.append(await agent.prompt("go", raise_on_error=False))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
@@ -162,7 +162,7 @@ async def test_abort_mid_tool_leaves_a_consistent_history() -> None:
     # The agent is idle and usable, and the model sees the repaired, consistent history.
     assert not agent.is_running
     assert agent.running_tool_calls == set()
-    again = await agent.prompt("carry on")
+    again = await agent.prompt("carry on", raise_on_error=False)
     assert again.text == "after abort"
     sent = stream.calls[1].context.messages
     assert_well_paired(sent)
@@ -222,7 +222,7 @@ async def test_abort_from_a_subscriber_and_from_a_thread() -> None:
     # From a subscriber: b ends (its gate is open), the subscriber aborts, a is cancelled.
     b.gate.set()
     handle = agent.subscribe(abort_on_first_tool)
-    result = await agent.prompt("one")
+    result = await agent.prompt("one", raise_on_error=False)
     assert result.stop_reason is StopReason.ABORTED
     assert a.cancelled
     agent.unsubscribe(handle)
@@ -234,7 +234,7 @@ async def test_abort_from_a_subscriber_and_from_a_thread() -> None:
     results: list[Any] = []
 
     async def run() -> None:
-        results.append(await agent.prompt("two"))
+        results.append(await agent.prompt("two", raise_on_error=False))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
@@ -270,7 +270,7 @@ async def test_an_abort_at_the_end_of_a_turn_starts_no_other_turn() -> None:
             agent.abort()
 
     agent.subscribe(abort_at_turn_end)
-    result = await agent.prompt("go")
+    result = await agent.prompt("go", raise_on_error=False)
     assert result.stop_reason is StopReason.ABORTED
     assert [type(e).__name__ for e in seen if isinstance(e, TurnStart | TurnEnd)] == [
         "TurnStart",
@@ -377,7 +377,7 @@ async def test_last_error_and_on_message() -> None:
     committed: list[AgentMessage] = []
     stream = ScriptedStream([reply_error(ErrorKind.AUTH, "bad key")])
     agent = Agent(model=MODEL, stream_fn=stream, on_message=committed.append)
-    result = await agent.prompt("go")
+    result = await agent.prompt("go", raise_on_error=False)
     assert result.stop_reason is StopReason.ERROR
     assert agent.last_error is not None
     assert "bad key" in agent.last_error

@@ -292,14 +292,18 @@ async def test_output_through_the_event_stream() -> None:
     assert events.result.output == Person(name="Ada", age=36)
 
 
-async def test_a_failed_output_through_the_event_stream_raises_on_result() -> None:
+async def test_a_failed_output_through_the_event_stream_is_data_until_output_is_read() -> None:
     stream = ScriptedStream([reply_text("no"), reply_text("no")])
     agent = Agent(model=MODEL, stream_fn=stream, output_retries=1)
     async with agent.stream("Ada is 36.", output_type=Person) as events:
         async for _ in events:
             pass
-    with pytest.raises(StructuredOutputFailed):
-        _ = events.result
+    result = events.result  # the event stream keeps failures as data
+    assert not result.ok
+    assert result.output_error is not None
+    with pytest.raises(StructuredOutputFailed) as caught:
+        _ = result.output
+    assert caught.value.result is result
 
 
 @pytest.mark.parametrize(

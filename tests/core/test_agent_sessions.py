@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import anyio
@@ -138,7 +139,7 @@ async def test_compact_refuses_while_running() -> None:
         model=MODEL, stream_fn=ScriptedStream([reply_tool_calls(("wait", {}))]), tools=[wait]
     )
     async with anyio.create_task_group() as tg:
-        tg.start_soon(agent.prompt, "go")
+        tg.start_soon(functools.partial(agent.prompt, "go", raise_on_error=False))
         await started.wait()
         with pytest.raises(al.AlreadyRunning):
             agent.compact(max_tokens=10)

@@ -5,6 +5,7 @@
     otel, eval, temporal
     coding                         the core, providers, policies
     tui                            the core, providers, policies, coding
+    cli (the agentloop command)    nothing of ours: it finds each subcommand by entry point
 
 
 Checked twice: by importing in a clean interpreter and looking at ``sys.modules`` (what really
@@ -33,6 +34,7 @@ _ALL_DIRS = {
     "agentloop_local": ROOT / "local" / "agentloop_local",
     "agentloop_coding": ROOT / "coding" / "agentloop_coding",
     "agentloop_tui": ROOT / "tui" / "agentloop_tui",
+    "agentloop_cli": ROOT / "cli" / "agentloop_cli",
 }
 PACKAGE_DIRS = {name: path for name, path in _ALL_DIRS.items() if path.is_dir()}
 OURS = set(_ALL_DIRS)
@@ -53,6 +55,7 @@ MAY_IMPORT = {
         "agentloop_policies",
         "agentloop_coding",
     },
+    "agentloop_cli": set(),
 }
 # Layers built on asyncio-only libraries choose anyio's asyncio backend explicitly (Textual,
 # Temporal's workflow loop, the ACP SDK); everything else never imports asyncio.

@@ -79,10 +79,10 @@ async def test_continue_after_an_overflow_error_retries_with_the_signal() -> Non
         transform_context=transform,
         retry_strategy=NO_RETRY_DELAY,
     )
-    failed = await agent.prompt("latest")
+    failed = await agent.prompt("latest", raise_on_error=False)
     assert failed.error_kind is OVERFLOW
     assert signals == [False, True]  # the run's own recovery attempt
-    result = await agent.continue_run()
+    result = await agent.continue_run(raise_on_error=False)
     assert result.text == "recovered"
     assert signals == [False, True, True]  # the continued run starts with the signal set
     # The failed answers never reach the model again.
@@ -95,8 +95,8 @@ async def test_continue_after_an_overflow_error_retries_with_the_signal() -> Non
 async def test_continue_after_any_model_error_is_allowed() -> None:
     model = ScriptedStream([reply_error(al.ErrorKind.OTHER, "bad gateway"), reply_text("ok")])
     agent = al.Agent(model=WINDOW_MODEL, stream_fn=model, retry_strategy=NO_RETRY_DELAY)
-    assert (await agent.prompt("hi")).stop_reason is al.StopReason.ERROR
-    result = await agent.continue_run()
+    assert (await agent.prompt("hi", raise_on_error=False)).stop_reason is al.StopReason.ERROR
+    result = await agent.continue_run(raise_on_error=False)
     assert result.text == "ok"
     sent = model.calls[-1].context.messages
     assert [type(m).__name__ for m in sent] == ["UserMessage"]

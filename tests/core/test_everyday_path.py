@@ -3,6 +3,7 @@ and the renamed methods (the old names warn and still work for one release)."""
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ def test_an_unknown_provider_names_the_extra_to_install() -> None:
         al.Agent(model="nosuchprovider:model")
     message = str(caught.value)
     assert "nosuchprovider" in message
-    assert "pip install 'anyio-agentloop[providers]'" in message
+    assert 'pip install "anyio-agentloop[providers]"' in message
     assert isinstance(caught.value, LookupError)
 
 
@@ -204,9 +205,21 @@ async def test_old_names_warn_and_still_work(tmp_path: Path) -> None:
         resumed = await al.Agent.resume(store, sid, model=MODEL, stream_fn=ScriptedStream([]))
     assert isinstance(resumed.session, SessionRecorder)
     assert resumed.messages == agent.messages
+    vars(al).pop("resume_session", None)  # resolved once per process, then cached
     with pytest.warns(DeprecationWarning, match="load_session"):
         load: Any = al.resume_session
     assert await load(store, sid) == agent.messages
+
+
+def test_an_old_name_warns_once_then_is_a_plain_attribute() -> None:
+    vars(al).pop("TextDelta", None)
+    with pytest.warns(DeprecationWarning, match=r"agentloop\.stream\.TextDelta"):
+        first = al.TextDelta
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = al.TextDelta
+    assert first is again is al.stream.TextDelta
+    assert "TextDelta" in vars(al)  # a plain attribute from now on: no __getattr__ call
 
 
 def test_an_agent_keeps_its_state_in_slots_and_a_subclass_may_add_its_own() -> None:

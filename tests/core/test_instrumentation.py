@@ -203,7 +203,7 @@ async def test_abort_exits_the_tool_hook_with_the_cancellation_and_the_run_hook_
     results: list[al.AgentResult[Any]] = []
 
     async def run() -> None:
-        results.append(await bot.prompt("go"))
+        results.append(await bot.prompt("go", raise_on_error=False))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
@@ -469,7 +469,7 @@ async def test_an_instrumentation_cannot_swallow_an_abort() -> None:
     results: list[al.AgentResult[Any]] = []
 
     async def run() -> None:
-        results.append(await bot.prompt("go"))
+        results.append(await bot.prompt("go", raise_on_error=False))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)

@@ -96,7 +96,7 @@ async def test_failed_and_unknown_tools_and_model_errors_are_recorded() -> None:
     )
     collector = TrajectoryCollector()
     agent.subscribe(collector)
-    await agent.prompt("go")
+    await agent.prompt("go", raise_on_error=False)
     t = collector.trajectory()
     assert [(s.name, s.is_error) for s in t.tool_calls] == [("explode", True), ("missing", True)]
     assert "boom" in t.tool_calls[0].result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
@@ -189,7 +190,7 @@ async def test_a_failed_run_and_a_failed_tool_have_error_statuses(telemetry: Tel
         [reply_tool_calls(("broken", {})), reply_error(al.ErrorKind.AUTH, "bad credentials")],
         tools=[broken],
     )
-    result = await bot.prompt("go")
+    result = await bot.prompt("go", raise_on_error=False)
     assert result.stop_reason is al.StopReason.ERROR
     tool = telemetry.one("execute_tool broken")
     assert tool.status.status_code is StatusCode.ERROR
@@ -253,7 +254,7 @@ async def test_an_abort_ends_every_span_with_an_abort_event(telemetry: Telemetry
 
     bot = telemetry.agent([reply_tool_calls(("wait", {})), reply_text("unused")], tools=[wait])
     async with anyio.create_task_group() as tg:
-        tg.start_soon(bot.prompt, "go")
+        tg.start_soon(functools.partial(bot.prompt, "go", raise_on_error=False))
         await started.wait()
         bot.abort()
     agent = telemetry.one("invoke_agent agent")
@@ -276,7 +277,7 @@ async def test_an_abort_while_the_model_streams_ends_the_chat_span(telemetry: Te
 
     bot = al.Agent(model=MODEL, stream_fn=stalls, instrumentation=telemetry.instrumentation())
     async with anyio.create_task_group() as tg:
-        tg.start_soon(bot.prompt, "go")
+        tg.start_soon(functools.partial(bot.prompt, "go", raise_on_error=False))
         await streaming.wait()
         bot.abort()
     chat = telemetry.one("chat gpt-test")

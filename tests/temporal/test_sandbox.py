@@ -105,7 +105,9 @@ async def test_a_forbidden_call_in_a_transformer_ends_the_run_with_an_error(
     queue, model = new_queue(), ScriptedStream([reply_text("unreachable")])
     async with sandboxed_worker(client, queue, model):
         with anyio.fail_after(20):
-            result = await agent(client, queue, f"transformer:{call}").prompt("hello")
+            result = await agent(client, queue, f"transformer:{call}").prompt(
+                "hello", raise_on_error=False
+            )
     assert result.stop_reason is StopReason.ERROR
     assert result.error_kind is ErrorKind.HOOK
     assert result.error is not None

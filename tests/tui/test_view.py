@@ -108,7 +108,7 @@ async def test_an_aborted_run_shows_aborted(tmp_path: Path) -> None:
 
     agent = al.Agent(model=SPEC, stream_fn=al.testing.FunctionStream(slow))
     agent.subscribe(view.feed)
-    result = await agent.prompt("go")
+    result = await agent.prompt("go", raise_on_error=False)
     assert result.stop_reason is al.StopReason.ABORTED
     assert view.status.state == "aborted"
 

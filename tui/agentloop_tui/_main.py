@@ -20,9 +20,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentloop_coding import CodingSession, ConfigError, list_sessions
-from agentloop_coding._cli import _USAGE_ERRORS, _common, _load
-from agentloop_coding._scripted import register_scripted
+from agentloop_coding import CodingSession, ConfigError, list_sessions, register_scripted
+from agentloop_coding.cli import add_common_options, load_settings, usage_errors
 
 from ._app import AgentApp
 from ._setup import needs_setup
@@ -44,10 +43,10 @@ NO_TERMINAL = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "agentloop tui") -> argparse.ArgumentParser:
     """The parser of ``agentloop tui``'s arguments."""
     parser = argparse.ArgumentParser(
-        prog="agentloop tui", description="The terminal UI of the agentloop coding agent."
+        prog=prog, description="The terminal UI of the agentloop coding agent."
     )
     parser.add_argument("--inline", action="store_true", help="run below the prompt")
     parser.add_argument(
@@ -62,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue session ID (default: the latest in this workspace)",
     )
     session.add_argument("--no-session", action="store_true", help="do not record the session")
-    _common(parser)
+    add_common_options(parser)
     return parser
 
 
@@ -97,16 +96,16 @@ async def _latest_here(config: Any, root: str) -> str:
     raise ConfigError(f"no stored session for {root} to resume")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "agentloop tui") -> int:
     """Run the terminal UI; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(NO_TERMINAL, file=sys.stderr)
         return 2
     register_scripted()
     try:
-        loaded = _load(args)
-    except _USAGE_ERRORS as exc:
+        loaded = load_settings(args)
+    except usage_errors() as exc:
         print(f"agentloop: error: {exc}", file=sys.stderr)
         return 2
     config = loaded.config
