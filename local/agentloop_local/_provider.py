@@ -17,6 +17,7 @@ previous call) and of the tokens generated.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -238,7 +239,12 @@ class LocalProvider:
         temperature = self.temperature if options.temperature is None else options.temperature
         limit = options.max_tokens or spec.max_output_tokens or self.max_tokens
         seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "little")
-        async with model.lease() as context:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                context = await stack.enter_async_context(model.lease())
+            except LocalModelError as exc:  # no context could be made (out of memory, say)
+                yield ErrorEvent(message=f"local: {exc}")
+                return
             job = _Generation(model, context, max_tokens=limit, temperature=temperature, seed=seed)
             try:
                 try:

@@ -422,3 +422,23 @@ async def test_the_provider_passes_the_conformance_kit(smollm2: LocalModel) -> N
     # It raises ConformanceError, listing every problem, for a stream that breaks the protocol.
     report = await check_stream_fn(provider, SPEC, per_call=120)
     assert report.messages["tool"].stop_reason is StopReason.TOOL_USE  # the kit forces a call
+
+
+async def test_a_context_that_cannot_be_made_is_an_error_event(
+    smollm2_path: Any, monkeypatch: pytest.MonkeyPatch, anyio_backend: str
+) -> None:
+    from agentloop_local import LocalModelError
+    from agentloop_local._native import NativeModel
+
+    def fail(self: NativeModel, n_ctx: int, **kw: Any) -> Any:
+        raise LocalModelError(f"llama.cpp could not create a context of {n_ctx} tokens")
+
+    # A model (a pool) of its own for each backend: none holds a context yet.
+    window = 320 if anyio_backend == "asyncio" else 330
+    model = await load_model(str(smollm2_path), context_window=window)
+    monkeypatch.setattr(NativeModel, "new_context", fail)
+    events = await _collect(LocalProvider(model), _ask("Hi."), StreamOptions(max_tokens=3))
+    assert type(events[-1]) is ErrorEvent and "could not create a context" in events[-1].message
+    monkeypatch.undo()  # and the slot it took is free again
+    events = await _collect(LocalProvider(model), _ask("Hi."), StreamOptions(max_tokens=3))
+    assert type(events[-1]) is Done
