@@ -7,6 +7,7 @@ always parses); the tool ranks the notes by cosine similarity to the query; the 
 answers from the note found.
 
     python examples/local_retrieval.py "Where do the keys live?"
+    python examples/local_retrieval.py --model gemma3-270m "Where do the keys live?"
 """
 
 from __future__ import annotations
@@ -53,13 +54,20 @@ class Index:
         return self.notes[max(range(len(scores)), key=scores.__getitem__)]
 
 
-async def main(question: str, *, write: Callable[[str], object] = print) -> AgentResult[str]:
-    """Answer ``question`` from the notes; ``write`` shows what happens."""
-    model = await load_model("smollm2", context_window=2048)
+async def main(
+    question: str, *, model_name: str = "smollm2", write: Callable[[str], object] = print
+) -> AgentResult[str]:
+    """Answer ``question`` from the notes with the preset ``model_name``; ``write`` shows what
+    happens. (Models this small write poor queries; the embeddings still find a note.)"""
+    model = await load_model(model_name, context_window=2048)
     index = await Index.build(model, NOTES)
 
     @tool
-    async def lookup(query: Annotated[str, msgspec.Meta(max_length=60)]) -> str:
+    async def lookup(
+        query: Annotated[
+            str, msgspec.Meta(max_length=60, description="the question, word for word")
+        ],
+    ) -> str:
         """Find the household note that answers a question."""
         note = await index.search(query)
         write(f"lookup({query!r}) -> {note}")
@@ -70,7 +78,7 @@ async def main(question: str, *, write: Callable[[str], object] = print) -> Agen
         return msgspec.structs.replace(options, tool_choice=choice)
 
     config = AgentLoopConfig(
-        model=ModelSpec(provider="local", model_id="smollm2", context_window=2048),
+        model=ModelSpec(provider="local", model_id=model_name, context_window=2048),
         # The grammar holds the query to the schema's 60 characters, so the call always ends.
         stream_fn=LocalProvider(model, temperature=0, max_tokens=96),
         tools=[lookup],
@@ -86,4 +94,8 @@ async def main(question: str, *, write: Callable[[str], object] = print) -> Agen
 
 
 if __name__ == "__main__":
-    anyio.run(main, " ".join(sys.argv[1:]) or "Where are the spare keys?")
+    args = sys.argv[1:]
+    name = "smollm2"
+    if args[:1] == ["--model"]:
+        name, args = args[1], args[2:]
+    anyio.run(lambda: main(" ".join(args) or "Where are the spare keys?", model_name=name))

@@ -116,7 +116,8 @@ class LocalModel:
         self.max_contexts = max_contexts
         self.size_bytes = native.size_bytes
         self.trained_context = native.n_ctx_train
-        self.template = ChatTemplate(native.chat_template, bos=native.bos, eos=native.eos)
+        source = native.chat_template or (preset.chat_template if preset else None)
+        self.template = ChatTemplate(source, bos=native.bos, eos=native.eos)
         self._slots = threading.Semaphore(max_contexts)
         self._free: list[NativeContext] = []
         self._pool_lock = threading.Lock()

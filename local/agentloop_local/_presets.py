@@ -56,6 +56,7 @@ class ModelPreset(msgspec.Struct, frozen=True, kw_only=True):
         size_mb: the GGUF's size, about what loading it maps into memory.
         template_notes: what the model's own chat template supports.
         license: the model's license.
+        chat_template: the Jinja chat template to use when the GGUF carries none.
     """
 
     name: str
@@ -70,7 +71,22 @@ class ModelPreset(msgspec.Struct, frozen=True, kw_only=True):
     size_mb: int
     template_notes: str
     license: str
+    chat_template: str | None = None
 
+
+# Gemma 3's turn format, for a GGUF that was packed without its template: no system role (the
+# system prompt opens the first user turn), the assistant is "model".
+_GEMMA3 = (
+    "{{ bos_token }}"
+    "{% if messages and messages[0]['role'] == 'system' %}"
+    "{% set system = messages[0]['content'] + '\n\n' %}{% set turns = messages[1:] %}"
+    "{% else %}{% set system = '' %}{% set turns = messages %}{% endif %}"
+    "{% for m in turns %}"
+    "{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\n' }}"
+    "{{ (system if loop.first else '') + (m['content'] | trim) }}<end_of_turn>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
 
 _PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
@@ -98,11 +114,13 @@ _PRESETS: tuple[ModelPreset, ...] = (
         trained_context=32768,
         size_mb=253,
         template_notes=(
-            "Gemma turns (<start_of_turn>user / model); no system role (the template folds "
-            "the system prompt into the first user turn) and no tools, so tools are described "
-            "in the system prompt and calls are held to a grammar"
+            "Gemma turns (<start_of_turn>user / model); this package's GGUF carries no chat "
+            "template, so the preset supplies Gemma 3's (no system role: the system prompt "
+            "opens the first user turn; no tools: they are described in the system prompt "
+            "and calls are held to a grammar)"
         ),
         license="Gemma Terms of Use",
+        chat_template=_GEMMA3,
     ),
 )
 

@@ -161,6 +161,15 @@ def test_a_template_that_speaks_tool_calls_renders_them_itself() -> None:
     assert "TOOLS" not in template.render(HISTORY, tools=False)
 
 
+def test_the_gemma_preset_brings_the_template_its_gguf_lacks() -> None:
+    preset = agentloop_local.get_preset("gemma3-270m")
+    prompt = ChatTemplate(preset.chat_template, bos="<bos>").render(HISTORY)
+    assert prompt.startswith("<bos><start_of_turn>user\nBe brief.\n\nYou can call tools.")
+    assert "<start_of_turn>model\n<tool_call>" in prompt  # the past call, in its turn
+    assert prompt.count("<start_of_turn>user") == 2  # both results in one turn: roles alternate
+    assert prompt.endswith("<end_of_turn>\n<start_of_turn>model\n")
+
+
 def test_a_template_that_refuses_or_escapes_is_a_local_model_error() -> None:
     with pytest.raises(LocalModelError, match="refused"):
         ChatTemplate("{{ raise_exception('roles must alternate') }}").render(HISTORY)
