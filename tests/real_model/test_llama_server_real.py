@@ -161,3 +161,11 @@ async def test_a_mid_stream_error_is_reported_once(
     event = classify_payload("llamacpp", json.loads(line[len("data: ") :]))
     assert event.kind is ErrorKind.OTHER  # not network: ExponentialBackoff leaves it alone
     assert not ExponentialBackoff().should_retry(StreamError(event.message, kind=event.kind), 1)
+
+
+async def test_the_server_says_its_window(small_server: LlamaServer) -> None:
+    from agentloop_providers import create_provider
+    from agentloop_providers._context_window import discover_context_window
+
+    async with create_provider("llamacpp", base_url=small_server.base_url) as provider:
+        assert await discover_context_window(provider, "smollm2") == 512
