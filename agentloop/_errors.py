@@ -65,7 +65,9 @@ class ErrorKind(enum.StrEnum):
     """A failure, classified so the loop can retry or recover without parsing text.
 
     Every kind but ``HOOK`` classifies a model call; ``HOOK`` marks a run ended because
-    application code it called raised (see ``HookFailed``).
+    application code it called raised (see ``HookFailed``). ``TOOL_NOT_CALLED``: the call
+    forced a tool (``tool_choice``) and the model answered without calling one, which a server
+    that cannot hold a model to a call lets happen; another sample may comply, so it is retried.
     """
 
     THROTTLED = "throttled"
@@ -73,6 +75,7 @@ class ErrorKind(enum.StrEnum):
     AUTH = "auth"
     NETWORK = "network"
     CONTENT_FILTERED = "content_filtered"
+    TOOL_NOT_CALLED = "tool_not_called"
     OTHER = "other"
     HOOK = "hook"
 

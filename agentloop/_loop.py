@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
+import msgspec
 
 from ._agent_queues import QueuePoll
 from ._config import AgentLoopConfig, TransformContext
@@ -40,6 +41,7 @@ from ._types import (
     AssistantMessage,
     Cost,
     ErrorKind,
+    ModelSpec,
     StopReason,
     ToolResultMessage,
     ToolSchema,
@@ -119,6 +121,7 @@ class _Run(RunPolicies):
         "history",
         "in_turn",
         "incremental",
+        "learned_window",
         "link",
         "loop_thread",
         "messages",
@@ -201,6 +204,9 @@ class _Run(RunPolicies):
         self.new_messages: list[AgentMessage] = []
         self.pending: list[AgentMessage] = []
         self.overflow_signal = False
+        # The context window a provider stated in an overflow error, for a model whose spec
+        # has none: the recovery and the transformers budget by it for the rest of the run.
+        self.learned_window: int | None = None
         self.turn = 0
         # What the run spent: the answers not yet added up, then the sums (see ``usage``),
         # made when first added up or asked for.
@@ -319,10 +325,21 @@ class _Run(RunPolicies):
 
     # ---------------------------------------------------------------- context for a request
 
+    @property
+    def budget_model(self) -> ModelSpec:
+        """The model as budgets see it: its spec, with the learned window where it has none."""
+        model = self.config.model
+        learned = self.learned_window
+        if learned is None or (
+            model.context_window is not None and model.context_window <= learned
+        ):
+            return model
+        return msgspec.structs.replace(model, context_window=learned)
+
     def transform_context(self, overflow: bool, system_prompt: str) -> TransformContext:
         return TransformContext(
             overflow=overflow,
-            model=self.config.model,
+            model=self.budget_model,
             turn=self.turn,
             emit=self.emit,
             system_prompt=system_prompt,

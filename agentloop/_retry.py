@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ._errors import ModelError, ModelThrottled, NetworkError
+from ._errors import ErrorKind, ModelError, ModelThrottled, NetworkError
 
 __all__ = ["ExponentialBackoff", "NoRetry"]
 
@@ -12,7 +12,9 @@ __all__ = ["ExponentialBackoff", "NoRetry"]
 class ExponentialBackoff:
     """Exponential back-off with full jitter, capped, honouring a provider's retry-after.
 
-    Throttling and network errors are retried, up to ``max_attempts`` attempts in all.
+    Throttling and network errors are retried, up to ``max_attempts`` attempts in all, and so
+    is an answer that ignored a forced tool call (``ErrorKind.TOOL_NOT_CALLED``: another sample
+    may comply).
     Without jitter the n-th delay is ``min(max_delay, base_delay * multiplier ** (n - 1))``;
     with jitter (the default) it is drawn uniformly from zero to that. A provider's
     ``retry_after`` replaces the computed delay; a hint longer than ``max_retry_after`` means
@@ -43,7 +45,9 @@ class ExponentialBackoff:
     def should_retry(self, error: ModelError, attempt: int) -> bool:
         if attempt >= self.max_attempts:
             return False
-        if not isinstance(error, ModelThrottled | NetworkError):
+        if not isinstance(error, ModelThrottled | NetworkError) and (
+            error.kind is not ErrorKind.TOOL_NOT_CALLED
+        ):
             return False
         return error.retry_after is None or error.retry_after <= self.max_retry_after
 

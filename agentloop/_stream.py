@@ -145,6 +145,9 @@ class ErrorEvent(_Event, frozen=True, tag="error"):
     """The call failed. ``kind`` classifies it; ``retry_after`` is the provider's hint (seconds).
 
     ``stop_reason`` is ``error``, or ``aborted`` when the provider saw its request cancelled.
+    ``context_window`` is the model's context window in tokens, for a ``context_overflow``
+    whose provider learned it (a local server states it in its error); the loop's recovery
+    then trims to that window when the model's spec does not say how large it is.
     """
 
     kind: ErrorKind = ErrorKind.OTHER
@@ -152,6 +155,7 @@ class ErrorEvent(_Event, frozen=True, tag="error"):
     retry_after: float | None = None
     stop_reason: StopReason = StopReason.ERROR
     usage: Usage | None = None
+    context_window: int | None = None
 
 
 AssistantMessageEvent: TypeAlias = (
@@ -358,6 +362,7 @@ class Accumulator:
     __slots__ = (
         "_order",
         "_slots",
+        "context_window",
         "cost",
         "done",
         "error_kind",
@@ -398,6 +403,7 @@ class Accumulator:
         self.error_message: str | None = None
         self.error_kind: ErrorKind | None = None
         self.retry_after: float | None = None
+        self.context_window: int | None = None  # learned from an overflow error
 
     # ---------------------------------------------------------------- feeding
 
@@ -527,6 +533,9 @@ class Accumulator:
             self.error_kind = event.kind
             self.error_message = event.message or f"model error ({event.kind})"
             self.retry_after = event.retry_after
+            window = event.context_window
+            if type(window) is int and window > 0:
+                self.context_window = window
             if event.usage is not None:
                 self.usage = event.usage
                 self.usage_reported = True

@@ -99,14 +99,15 @@ async def _request(run: _Run, system_prompt: str) -> LlmContext:
 def _overflow_window(run: _Run, system_prompt: str) -> list[AgentMessage] | None:
     """The history trimmed by a default sliding window after an overflow (``None``: no change).
 
-    The budget is the window's overflow budget for the model's context window, or, when the
-    model does not say how large its window is, half the estimated size of the history.
+    The budget is the window's overflow budget for the model's context window (the one its
+    provider stated in the overflow error when the spec has none), or, when nothing says how
+    large the window is, half the estimated size of the history.
     """
     from ._context import EstimatingCounter, SlidingWindow
 
     window = SlidingWindow()
     ctx = run.transform_context(True, system_prompt)
-    if window.budget(run.config.model, overflow=True) is None:
+    if window.budget(run.budget_model, overflow=True) is None:
         counter = EstimatingCounter()
         total = counter.count_text(system_prompt) + sum(map(counter.count, run.messages))
         window = SlidingWindow(max_tokens=max(total // 2, 1), overflow_tokens=max(total // 2, 1))
@@ -257,6 +258,8 @@ async def _stream(run: _Run, request: LlmContext, base: StreamOptions) -> Assist
             cost = pricing.cost(acc.usage) if pricing is not None else None
             message = acc.finish(cost)
             kind = message.error_kind
+            if kind is ErrorKind.CONTEXT_OVERFLOW and acc.context_window is not None:
+                run.learned_window = acc.context_window
             if message.stop_reason is StopReason.ERROR and kind is not ErrorKind.CONTEXT_OVERFLOW:
                 error = error_for_kind(
                     kind or ErrorKind.OTHER,

@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "agentloop.testing",
     "agentloop_coding",
     "agentloop_eval",
+    "agentloop_local",
     "agentloop_mcp",
     "agentloop_otel",
     "agentloop_policies",

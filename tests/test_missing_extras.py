@@ -96,6 +96,34 @@ def test_a_model_string_without_providers_is_an_unknown_model_naming_the_extra()
     assert 'pip install "anyio-agentloop[providers]"' in done.stdout
 
 
+def test_local_models_without_their_extra_name_it_and_still_list_the_presets() -> None:
+    # agentloop_local imports without llama-cpp-python on purpose: a first-run wizard lists
+    # the presets (and whether the runtime is there) before anything is installed.
+    done = _run(
+        "llama_cpp",
+        """
+        import os, tempfile
+        import agentloop as al, agentloop_local
+        assert agentloop_local.runtime_available() is False
+        assert agentloop_local.available_models()
+        try:
+            al.Agent(model="local:smollm2")
+        except al.UnknownModel as exc:
+            print(exc)
+        model = os.path.join(tempfile.mkdtemp(), "m.gguf")
+        open(model, "wb").close()
+        try:
+            agentloop_local.load_model_sync(model)
+        except al.MissingExtra as exc:
+            print(exc)
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout
+    assert all('pip install "anyio-agentloop[local]"' in line for line in lines)
+
+
 def test_the_trio_backend_without_trio_names_the_extra() -> None:
     done = _run(
         "trio",

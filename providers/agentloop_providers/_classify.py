@@ -12,8 +12,10 @@ The rules, in order:
 4. Content filtering (an error code or wording from a safety system) → ``content_filtered``.
 5. HTTP 5xx and 408, and transport failures (connect, reset, idle timeout, a cut stream) →
    ``network``; except a server error whose body says the *request* was invalid (a validation
-   error, as llama-cpp-python answers a request it cannot parse with HTTP 500): sending it
-   again cannot help, so it is ``other`` and the user reads what the server said.
+   error, as llama-cpp-python answers a request it cannot parse with HTTP 500), or that the
+   server could not read the *model's output* (llama.cpp's "The model produced output that
+   does not match the expected ... format", sent mid-stream as a 500): sending it again
+   cannot help, so it is ``other`` and the user reads what the server said.
 6. Everything else → ``other``.
 
 A retry hint (``retry-after-ms``, ``retry-after``, a delay in the body) is kept for every kind
@@ -22,6 +24,9 @@ two seconds), and dropped for the others.
 
 Errors sent inside an HTTP 200 stream go through the same rules with their own status (if the
 payload carries one).
+
+An overflow error that states the context window (llama.cpp's ``"n_ctx": 512``) carries it in
+``ErrorEvent.context_window``, which the loop's recovery trims to.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ __all__ = [
     "error_info",
     "is_context_overflow",
     "parse_retry_after",
+    "stated_context_window",
 ]
 
 # --------------------------------------------------------------------------- overflow wordings
@@ -212,6 +218,13 @@ _NETWORK_TYPES = frozenset(
 _INVALID_REQUEST_RE = re.compile(
     r"validation errors?\b|requestvalidationerror|invalid[_ ]request|field required|"
     r"input should be|unprocessable entity|json decode error|could not parse",
+    re.I,
+)
+# A server error about the model's output, not the server's state: a parser that rejected what
+# the model wrote. The same request fails the same way again, at the cost of a generation.
+_MODEL_OUTPUT_RE = re.compile(
+    r"output that does not match the expected|failed to parse tool call|"
+    r"failed to parse (?:the )?model output",
     re.I,
 )
 _RETRY_IN_RE = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b", re.I)
@@ -399,6 +412,8 @@ def classify(
         return ErrorKind.CONTENT_FILTERED
     if status is not None and status >= 500 and _INVALID_REQUEST_RE.search(text):
         return ErrorKind.OTHER  # the server choked on this request: retrying cannot help
+    if _MODEL_OUTPUT_RE.search(text):
+        return ErrorKind.OTHER  # the server could not read the model's answer
     if status is not None and (status >= 500 or status == 408):
         return ErrorKind.NETWORK
     if tags & _NETWORK_TYPES:
@@ -416,6 +431,16 @@ def _message(provider: str, status: int | None, info: ErrorInfo, *, in_stream: b
     return f"{where} ({label}): {text}" if label else f"{where}: {text}"
 
 
+def stated_context_window(body: Any) -> int | None:
+    """The context window an error body states (llama.cpp: ``{"error": {"n_ctx": 512}}``)."""
+    for holder in (body.get("error"), body) if isinstance(body, dict) else ():
+        if isinstance(holder, dict):
+            value = holder.get("n_ctx")
+            if type(value) is int and 0 < value < 1 << 40:
+                return value
+    return None
+
+
 def classify_response(
     provider: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> ErrorEvent:
@@ -428,6 +453,9 @@ def classify_response(
         kind=kind,
         message=_message(provider, status, info, in_stream=False),
         retry_after=retry_after if kind in _RETRIED else None,
+        context_window=(
+            stated_context_window(parsed) if kind is ErrorKind.CONTEXT_OVERFLOW else None
+        ),
     )
 
 
@@ -445,4 +473,7 @@ def classify_payload(
         message=_message(provider, status, info, in_stream=True),
         retry_after=retry_after,
         usage=usage,
+        context_window=(
+            stated_context_window(payload) if kind is ErrorKind.CONTEXT_OVERFLOW else None
+        ),
     )

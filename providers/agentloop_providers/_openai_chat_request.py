@@ -23,6 +23,7 @@ from ._convert import (
     tool_choice,
     tool_result_parts,
 )
+from ._forced import response_format
 from ._request_cache import Codec, Fold, Pieces, encode
 
 if TYPE_CHECKING:
@@ -51,15 +52,21 @@ class OpenAIChatCompat:
             tools out of the request (``omit_tools``) for servers that ignore the field.
         tool_choice_required: how ``tool_choice="required"`` is sent: as ``"required"``; as the
             named form when exactly one tool is offered (``named_if_single``; with several the
-            field is left out and the model is not forced); or not at all (``omit``: the server
-            cannot force a call).
+            field is left out and the model is not forced); as a ``response_format`` JSON
+            schema of one call (``json_schema``: the server's grammar holds the model to it,
+            and the answer's JSON becomes the call; see ``_forced``); or not at all (``omit``:
+            the server cannot force a call).
         tool_choice_named: how a tool name is sent: OpenAI's ``{"type": "function", ...}``
             object (``object``), or by offering only that tool and requiring a call
             (``only_that_tool``, sent as ``tool_choice_required`` says) for servers that do
             not take the object.
+        model_id_from_server: take the answer's model id from the server's ``model`` field;
+            false for servers that report a file path there (``llama-server``), so the model
+            string's id is kept.
 
     Which value each local server needs is in its preset (``presets.json``): llama.cpp's
-    ``llama-server`` takes ``"required"`` but ignores the object; ``llama_cpp.server`` (the
+    ``llama-server`` ignores the object and lets a model whose template knows no tools answer
+    ``"required"`` in prose, so it gets ``json_schema``; ``llama_cpp.server`` (the
     Python package) takes the object but ignores ``"required"`` and ``"none"``; Ollama's
     ``/v1`` ignores the field altogether.
     """
@@ -70,8 +77,21 @@ class OpenAIChatCompat:
     reasoning_effort: bool = True
     tool_result_images: Literal["user_message", "drop"] = "user_message"
     tool_choice_none: Literal["none", "omit_tools"] = "none"
-    tool_choice_required: Literal["required", "named_if_single", "omit"] = "required"
+    tool_choice_required: Literal["required", "named_if_single", "json_schema", "omit"] = "required"
     tool_choice_named: Literal["object", "only_that_tool"] = "object"
+    model_id_from_server: bool = True
+
+    def forces(self, choice: str | None) -> bool:
+        """Whether a call with ``tool_choice=choice`` is sent in a way that forces a call."""
+        if choice in (None, "auto", "none") or self.tool_choice_required == "omit":
+            return False
+        if choice == "required":
+            return self.tool_choice_required != "named_if_single"
+        return True  # a name: the object, or that tool alone with a call required
+
+    def json_call(self, choice: str | None) -> bool:
+        """Whether a forced call goes as a JSON schema whose answer is the call."""
+        return self.tool_choice_required == "json_schema" and self.forces(choice)
 
 
 def _user(message: UserMessage) -> dict[str, Any]:
@@ -223,7 +243,10 @@ def _tools(
         else:
             sent = {"type": "function", "function": {"name": choice}}
     if choice == "required":
-        if compat.tool_choice_required == "named_if_single":
+        if compat.tool_choice_required == "json_schema":
+            body["response_format"] = response_format(list(tools))
+            sent = None
+        elif compat.tool_choice_required == "named_if_single":
             sent = (
                 {"type": "function", "function": {"name": tools[0].name}}
                 if len(tools) == 1

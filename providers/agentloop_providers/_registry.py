@@ -15,6 +15,8 @@ Local OpenAI-compatible servers have presets of their own, each with the quirks 
 (``VLLM_BASE_URL``, port 8000), ``lmstudio`` (``LMSTUDIO_BASE_URL``, port 1234) and
 ``ollama_openai`` (Ollama's ``/v1``, ``OLLAMA_OPENAI_BASE_URL`` or ``OLLAMA_HOST``, port 11434).
 The model id is what the server calls its model (llama.cpp serves one model whatever the id).
+A model string may set the context window, which a local server's depends on how it was
+started: ``llamacpp:qwen?context_window=8192`` (see ``_context_window``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from agentloop import UnknownModel
 from agentloop.models import ResolvedModel
 
+from ._context_window import split_model_options
 from ._presets import create_provider, model_spec
 
 if TYPE_CHECKING:
@@ -82,7 +88,8 @@ def _tell_unknown(preset: str, spec: ModelSpec) -> None:
         level,
         "model %r is not in the %s catalog: its context window and prices are unknown, so "
         "context management cannot trim to fit and costs count as 0; pass "
-        "ModelSpec(context_window=..., pricing=...) (with stream_fn) to set them",
+        "ModelSpec(context_window=..., pricing=...) (with stream_fn) to set them, or add "
+        "?context_window=N to the model string",
         spec.model_id,
         preset,
     )
@@ -92,9 +99,15 @@ def factory(preset: str) -> Callable[[str], ResolvedModel]:
     """The model-string factory of the preset named ``preset``."""
 
     def resolve(model_id: str) -> ResolvedModel:
+        try:
+            bare, window = split_model_options(model_id)
+        except ValueError as exc:
+            raise UnknownModel(f"{preset}:{model_id}: {exc}") from None
         base_url = _base_url(preset)
         provider = create_provider(preset, **({"base_url": base_url} if base_url else {}))
-        spec = model_spec(preset, model_id)
+        spec = model_spec(preset, bare)
+        if window is not None:
+            spec = msgspec.structs.replace(spec, context_window=window)
         _tell_unknown(preset, spec)
         return ResolvedModel(spec=spec, stream_fn=provider)
 

@@ -37,6 +37,7 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
+from ._context_window import learning_window
 from ._convert import (
     BlockIndexer,
     assistant_blocks,
@@ -51,7 +52,7 @@ from ._request_cache import Codec, Fold, Pieces, encode
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Sequence
 
     from agentloop import ModelSpec, StreamOptions
     from agentloop.stream import AssistantMessageEvent, LlmContext
@@ -302,6 +303,13 @@ class OllamaProvider(HttpProvider):
     env_var: ClassVar[str | None] = "OLLAMA_API_KEY"
     default_base_url: ClassVar[str] = "http://127.0.0.1:11434"
     requires_api_key: ClassVar[bool] = False
+
+    def __call__(
+        self, model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Stream one model call (an async generator: close it with ``aclosing``); an overflow
+        error gets the context window from ``/api/ps`` or ``/api/show``."""
+        return learning_window(self, model, super().__call__(model, context, options))
 
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         return f"{self.base_url}/api/chat"

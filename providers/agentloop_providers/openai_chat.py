@@ -31,12 +31,16 @@ from agentloop.stream import (
 )
 
 from ._classify import classify_payload
+from ._context_window import DISCOVERABLE, learning_window
 from ._convert import BlockIndexer, usage
+from ._forced import forced_call_events, not_called
 from ._http import HttpProvider, ProtocolError
 from ._openai_chat_request import OpenAIChatCompat, openai_chat_payload
 from ._secrets import excerpt
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from agentloop import ModelSpec, StreamOptions, Usage
     from agentloop.stream import AssistantMessageEvent, LlmContext
 
@@ -69,10 +73,40 @@ _TEXT, _THINKING = "text", "thinking"
 class OpenAIChatStreamParser:
     """Translates Chat Completions chunks into ``AssistantMessageEvent`` values."""
 
-    __slots__ = ("_blocks", "_calls", "_ended", "_finish", "_provider", "_started", "_usage")
+    __slots__ = (
+        "_blocks",
+        "_calls",
+        "_ended",
+        "_finish",
+        "_forced",
+        "_json_call",
+        "_json_parts",
+        "_provider",
+        "_report_model",
+        "_started",
+        "_usage",
+    )
 
-    def __init__(self, provider: str = "openai") -> None:
+    def __init__(
+        self,
+        provider: str = "openai",
+        *,
+        forced: str | None = None,
+        json_call: bool = False,
+        report_model: bool = True,
+    ) -> None:
+        """Args:
+        provider: the name in error messages.
+        forced: the ``tool_choice`` that forced a call, if one did: an answer without a
+            call then ends as a ``tool_not_called`` error.
+        json_call: the forced call was sent as a JSON schema; the answer's text is the call.
+        report_model: take the model id from the chunks' ``model`` field.
+        """
         self._provider = provider
+        self._forced = forced
+        self._json_call = json_call
+        self._json_parts: list[str] = []
+        self._report_model = report_model
         self._blocks = BlockIndexer()
         self._calls: dict[Any, int] = {}  # the server's tool call index -> our block index
         self._finish: str | None = None
@@ -97,7 +131,8 @@ class OpenAIChatStreamParser:
         out: list[AssistantMessageEvent] = []
         if not self._started:
             self._started = True
-            out.append(StreamStart(model_id=chunk.get("model")))
+            # A model id of the wrong type is left for the accumulator to call malformed.
+            out.append(StreamStart(model_id=chunk.get("model") if self._report_model else None))
         raw_usage = chunk.get("usage")
         if isinstance(raw_usage, dict):
             self._usage = _usage(raw_usage)
@@ -111,7 +146,10 @@ class OpenAIChatStreamParser:
             if reasoning:
                 out.extend(self._append(_THINKING, reasoning))
             content = delta.get("content")
-            if content:
+            if content and self._json_call:
+                if isinstance(content, str):
+                    self._json_parts.append(content)  # the call, as JSON: sent whole at the end
+            elif content:
                 out.extend(self._append(_TEXT, content))
             refusal = delta.get("refusal")
             if refusal:
@@ -197,7 +235,16 @@ class OpenAIChatStreamParser:
             )
             return out
         stop = _FINISH.get(finish, StopReason.STOP)
-        if self._calls and stop is StopReason.STOP:
+        called = bool(self._calls)
+        if self._json_call and "".join(self._json_parts).strip():
+            index, _ = self._blocks.get(("tool", "forced"))
+            self._blocks.open.pop(("tool", "forced"), None)
+            out.extend(forced_call_events("".join(self._json_parts), index, f"call_{index}"))
+            called = True
+        if self._forced is not None and not called and stop is StopReason.STOP:
+            out.append(not_called(self._provider, self._forced, self._usage))
+            return out
+        if called and stop is StopReason.STOP:
             stop = StopReason.TOOL_USE  # servers that say "stop" after calling tools
         out.append(Done(stop_reason=stop, usage=self._usage))
         return out
@@ -248,6 +295,19 @@ class OpenAIChatProvider(HttpProvider):
         if provider_name is not None:
             self.provider_name = provider_name  # type: ignore[misc]
 
+    def __call__(
+        self, model: ModelSpec, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Stream one model call (an async generator: close it with ``aclosing``).
+
+        For a local server (llama.cpp, LM Studio, vLLM, Ollama) an overflow error that does not
+        state the context window gets it from the server's API (see ``_context_window``).
+        """
+        stream = super().__call__(model, context, options)
+        if self.provider_name in DISCOVERABLE:
+            return learning_window(self, model, stream)
+        return stream
+
     def endpoint(self, model: ModelSpec, options: StreamOptions) -> str:
         return f"{self.base_url}/chat/completions"
 
@@ -260,4 +320,12 @@ class OpenAIChatProvider(HttpProvider):
         return openai_chat_payload(model, context, options, self.compat, cache=self.request_cache)
 
     def new_parser(self, model: ModelSpec, options: StreamOptions) -> OpenAIChatStreamParser:
-        return OpenAIChatStreamParser(self.provider_name)
+        compat = self.compat
+        choice = options.tool_choice
+        forced = choice if compat.forces(choice) else None
+        return OpenAIChatStreamParser(
+            self.provider_name,
+            forced=forced,
+            json_call=compat.json_call(choice),
+            report_model=compat.model_id_from_server,
+        )

@@ -31,6 +31,7 @@ _ALL_DIRS = {
     "agentloop_otel": ROOT / "integrations" / "agentloop_otel",
     "agentloop_temporal": ROOT / "integrations" / "agentloop_temporal",
     "agentloop_eval": ROOT / "eval" / "agentloop_eval",
+    "agentloop_local": ROOT / "local" / "agentloop_local",
     "agentloop_coding": ROOT / "coding" / "agentloop_coding",
     "agentloop_tui": ROOT / "tui" / "agentloop_tui",
     "agentloop_cli": ROOT / "cli" / "agentloop_cli",
@@ -46,6 +47,7 @@ MAY_IMPORT = {
     "agentloop_otel": CORE_ONLY,
     "agentloop_temporal": CORE_ONLY,
     "agentloop_eval": CORE_ONLY,
+    "agentloop_local": CORE_ONLY,
     "agentloop_coding": {"agentloop", "agentloop_providers", "agentloop_policies"},
     "agentloop_tui": {
         "agentloop",

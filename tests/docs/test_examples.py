@@ -61,6 +61,7 @@ PRINTS = {
         '"content":"Say hello."',
         "lookup({'term': 'puppy'}) ok",
     ],
+    "docs/local-models.md": ["smollm2 True", "locating ready 2048", "Stock prices fell sharply."],
     "docs/providers.md": [
         "openai gpt-4o-mini",
         ANSWER,

