@@ -9,7 +9,7 @@ import pytest
 import agentloop as al
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_tui import AgentApp, AssistantEntry
-from agentloop_tui._screens import ApprovalScreen
+from agentloop_tui._approval import ApprovalScreen
 from agentloop_tui._widgets import AnswerView, ToolBlock
 
 from ._helpers import Pause, PausingModel, make_app, screen_text, settle, text_of

@@ -15,7 +15,7 @@ import pytest
 from agentloop import UserMessage
 from agentloop.context import estimate_tokens
 from agentloop.testing import reply_text, reply_tool_calls
-from agentloop_tui._screens import ApprovalScreen
+from agentloop_tui._approval import ApprovalScreen
 
 from ._helpers import SYSTEM, Pause, PausingModel, make_app, settle
 
