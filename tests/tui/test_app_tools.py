@@ -123,7 +123,7 @@ async def test_the_dialog_shows_the_change_and_no_refuses(tmp_path: Path) -> Non
         await settle(pilot)
         shown = screen_text(app)
         assert "Allow Edit hello.py?" in shown and 'print("hello, world")' in shown
-        assert "Always for edit_file this session" in shown
+        assert "always allow edit_file (this session)" in shown
         await pilot.press("n")
         await app.workers.wait_for_complete()
         await settle(pilot)

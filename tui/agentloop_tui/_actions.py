@@ -125,7 +125,7 @@ class Actions(App[int]):
         now = time.monotonic()
         if self.prompt.text:
             self.prompt.set_text("")
-            self._last_interrupt = now
+            self._last_interrupt = 0.0  # clearing is not the first of the two that quit
         elif now - self._last_interrupt <= AGAIN:
             self.run_worker(self.action_quit())
         else:
@@ -279,9 +279,9 @@ class Actions(App[int]):
         else:
             body = arguments_text(call.arguments)
             question = call_question(title)
-        always = f"Always for {call.name} this session"
+        always = f"always allow {call.name} (this session)"
         if command is not None:
-            always = f"Always allow `{prefix}`" if prefix else "Always for bash this session"
+            always = f"always allow `{prefix}`" if prefix else "always allow bash (this session)"
         screen = ApprovalScreen(question, always=always, diff=diff, body=body, tool=call.name)
         choice = await self.choose(screen) or ApprovalChoice(answer="no")
         if choice.answer == "always":

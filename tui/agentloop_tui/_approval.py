@@ -164,14 +164,15 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
         self.body = body
 
     def _room(self) -> int:
-        """Lines of the dialog's details: what fits on the screen, no more."""
-        return max(4, min(40, self.app.size.height - 12))
+        """Lines of the dialog's details: what fits on the screen beside the question, the
+        keys and the dialog's frame (90 % of the screen at most), no more."""
+        return max(3, min(40, int(self.app.size.height * 0.9) - 10))
 
     def details(self) -> RenderableType:
         room = self._room()
-        if self.diff:
-            return render_diff(self.diff, width=self.app.size.width, max_lines=room)
-        return clipped(self.body, room, style="dim")
+        if self.diff:  # a header line and a "more lines" line besides the diff's own
+            return render_diff(self.diff, width=self.app.size.width, max_lines=room - 2)
+        return clipped(self.body, room - 1, style="dim")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -179,10 +180,10 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
             with VerticalScroll(id="details"):
                 yield Static(self.details())
             with Horizontal(id="buttons"):
-                yield Button("y  Yes", id="yes", variant="success")
-                yield Button(f"a  {self.always}", id="always")
-                yield Button("n  No", id="no", variant="error")
-                yield Button("t  No, and say what to do instead", id="instead")
+                yield Button("y yes", id="yes", variant="success", compact=True)
+                yield Button(f"a {self.always}", id="always", compact=True)
+                yield Button("n no", id="no", variant="error", compact=True)
+                yield Button("t no, tell it what to do", id="instead", compact=True)
             yield Input(placeholder="What should it do instead? (Enter sends)", id="say")
 
     def on_mount(self) -> None:

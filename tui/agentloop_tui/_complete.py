@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from agentloop import AgentError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
@@ -126,8 +128,8 @@ def attach(text: str, resolve: Callable[[str], Path]) -> tuple[list[Attachment],
 
     Args:
         text: the prompt.
-        resolve: the path of a name, checked by the workspace's sandbox (raises
-            ``ValueError`` or ``OSError`` when it may not be read).
+        resolve: the path of a name, checked by the workspace's sandbox (raises an
+            ``AgentError``, ``ValueError`` or ``OSError`` when it may not be read).
     """
     attached: list[Attachment] = []
     problems: list[str] = []
@@ -143,7 +145,7 @@ def attach(text: str, resolve: Callable[[str], Path]) -> tuple[list[Attachment],
                 continue  # an @ that names no file is just text (an e-mail, a handle)
             with path.open("rb") as file:
                 data = file.read(MAX_ATTACHED * 4 + 1)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, AgentError) as exc:  # the sandbox refused it, say
             problems.append(f"@{name} not attached: {exc}")
             continue
         if b"\0" in data[:8192]:

@@ -140,7 +140,7 @@ class ElicitationScreen(ModalScreen["ElicitationResponse"]):
             widget: Widget
             if isinstance(prop.get("enum"), list):
                 options = [(str(v), v) for v in prop["enum"]]
-                widget = Select(options, value=default if default in prop["enum"] else Select.BLANK)
+                widget = Select(options, value=default if default in prop["enum"] else Select.NULL)
             elif prop.get("type") == "boolean":
                 widget = Checkbox(str(prop.get("description") or title), value=bool(default))
             else:
@@ -160,7 +160,7 @@ class ElicitationScreen(ModalScreen["ElicitationResponse"]):
         raw: dict[str, Any] = {}
         for name, widget in self.inputs.items():
             if isinstance(widget, Select):
-                raw[name] = None if widget.value is Select.BLANK else widget.value
+                raw[name] = None if widget.value is Select.NULL else widget.value
             elif isinstance(widget, Checkbox):
                 raw[name] = widget.value
             elif isinstance(widget, Input):

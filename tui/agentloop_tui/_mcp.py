@@ -232,7 +232,10 @@ class McpBridge:
             f" to ask the model (up to {request.max_tokens:,} tokens)?",
         )
         screen = ApprovalScreen(
-            question, always=f"Always for {request.server} this session", body=said, tool="sampling"
+            question,
+            always=f"always allow {request.server} (this session)",
+            body=said,
+            tool="sampling",
         )
         choice = await self.app.choose(screen) or ApprovalChoice(answer="no")
         if choice.answer == "always":

@@ -224,7 +224,7 @@ class SetupScreen(ModalScreen[Setup | None]):
             model = str(self.query_one("#local-model", Select).value)
         else:
             model = self.query_one("#model", Input).value.strip()
-        if not model or model == str(Select.BLANK):
+        if not model or model == str(Select.NULL):
             self.notify("the model id is empty", severity="error")
             return
         base_url = self.query_one("#base-url", Input).value.strip()
