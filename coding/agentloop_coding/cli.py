@@ -215,12 +215,33 @@ def _read_prompt(words: list[str]) -> str:
     return text
 
 
+def _log_to_stderr(verbose: bool) -> None:
+    """Show the library's warnings (a server that does not answer yet, a retry, a tool that
+    raised) on stderr, one line each, tracebacks only with ``-v``."""
+    import logging
+
+    class _Line(logging.Formatter):
+        def formatException(self, ei: Any) -> str:  # noqa: N802 (logging's name)
+            return super().formatException(ei) if verbose else ""
+
+        def format(self, record: logging.LogRecord) -> str:
+            return super().format(record).rstrip()
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Line("agentloop: %(message)s"))
+    root = logging.getLogger("agentloop")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    root.propagate = False
+
+
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from ._run import run_headless
     from ._scripted import register_scripted
 
+    _log_to_stderr(args.verbose)
     register_scripted()
     loaded = load_settings(args)
     words = list(args.prompt)
