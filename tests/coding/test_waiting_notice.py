@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -26,7 +26,9 @@ async def test_it_speaks_while_waiting_and_stops_at_the_first_piece_of_the_answe
         if len(lines) == 2:
             answer.set()  # the server answers after the second line
 
-    async def late(*_: Any) -> AsyncIterator[al.stream.AssistantMessageEvent]:
+    async def late(
+        model: al.ModelSpec, context: al.stream.LlmContext, options: al.StreamOptions
+    ) -> AsyncIterator[al.stream.AssistantMessageEvent]:
         await answer.wait()
         yield StreamStart()
         yield TextStart(index=0)
