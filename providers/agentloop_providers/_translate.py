@@ -144,8 +144,13 @@ def events_of(
     """
     frames = getattr(decoder, "iter_feed", None)
     try:
-        for frame in decoder.feed(chunk) if frames is None else frames(chunk):
-            for event in parser.feed(frame):
+        if frames is None:
+            items: Any = decoder.feed(chunk)
+        else:
+            # A parser with a fast path for a one-line event takes it raw (see ``SSEDecoder``).
+            items = frames(chunk, getattr(parser, "feed_data", None))
+        for frame in items:
+            for event in frame if type(frame) is list else parser.feed(frame):
                 yield checked_event(event)
                 cls = type(event)
                 if cls is Done or cls is ErrorEvent:
