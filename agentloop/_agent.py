@@ -75,7 +75,9 @@ __all__ = ["Agent", "AgentInput", "SystemPrompt"]
 U = TypeVar("U")
 _KEEP: Any = object()  # ``override``'s "leave as it is"
 AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
+"""What a prompt may be: text (a user message), one message, or several messages."""
 SystemPrompt: TypeAlias = str | Callable[[], str | Awaitable[str]]
+"""A system prompt: text, or a function (sync or async) called at the start of every turn."""
 
 
 def _resolve(model: str | ModelSpec, stream_fn: StreamFn | None) -> tuple[ModelSpec, StreamFn]:

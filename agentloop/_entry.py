@@ -329,7 +329,8 @@ async def run_loop(
     then propagates the cancellation.
 
     Raises:
-        NoMessages, InvalidContinue: with ``continue_=True``, as ``agent_loop_continue``.
+        NoMessages: with ``continue_=True``, the history is empty.
+        InvalidContinue: with ``continue_=True``, the last message is the assistant's.
     """
     if continue_:
         check_continue(context)

@@ -340,22 +340,46 @@ class AgentRef(_Spec, frozen=True, tag="agent"):
 
 
 class SequentialSpec(_Spec, frozen=True, tag="sequential"):
+    """The definition of a ``Sequential``: each step's output is the next step's task.
+
+    Attributes:
+        steps: the steps, in order.
+    """
+
     steps: list[StepSpec]
 
 
 class ParallelSpec(_Spec, frozen=True, tag="parallel"):
+    """The definition of a ``Parallel``: every step gets the same task at once.
+
+    Attributes:
+        steps: the steps.
+        merge: how the outputs become one: ``"concatenate"`` (in step order), ``"first"``
+            (the first to finish) or ``"fastest"`` (the first ``n`` to finish).
+        n: with ``"fastest"``, how many outputs to wait for (1 when ``None``).
+    """
+
     steps: list[StepSpec]
     merge: Literal["concatenate", "first", "fastest"] = "concatenate"
     n: int | None = None
 
 
 class LoopSpec(_Spec, frozen=True, tag="loop"):
+    """The definition of a ``Loop``: a step run again on its own output.
+
+    Attributes:
+        step: the step repeated.
+        max_iterations: the most iterations.
+        until_contains: the loop stops once the output contains this text.
+    """
+
     step: StepSpec
     max_iterations: int = 5
     until_contains: str | None = None
 
 
 PipelineSpec: TypeAlias = SequentialSpec | ParallelSpec | LoopSpec
+"""A pipeline's definition, as data (JSON or YAML): ``build_pipeline`` makes the pipeline."""
 StepSpec: TypeAlias = AgentRef | SequentialSpec | ParallelSpec | LoopSpec
 
 

@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
+"""What kind of action a coding tool's call is (ACP's tool kinds, which editors show)."""
 
 NOT_PATH: dict[str, Any] = {"type": "string", "format": "not-path"}
 """A string parameter that is not a file name (the sandbox policy leaves it alone)."""

@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 Status: TypeAlias = Literal["passed", "failed", "error"]
+"""How one run of a case ended: it ``passed`` or ``failed`` its checks, or was an ``error``
+that says nothing of the agent (an abort, a timeout, an authentication, network or throttling
+failure): error runs are left out of the pass rate."""
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -62,7 +62,8 @@ class StreamRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     """One event of a run, as published to a sink.
 
     Attributes:
-        workflow_id, run_id: the run (a conversation's runs share the workflow id).
+        workflow_id: the run's workflow (a conversation's runs share it).
+        run_id: the run.
         source: ``"workflow"``, ``"model"`` or ``"tool"`` (see the module's documentation).
         key: for activity records, the activity (``model-2``, ``tool-5``).
         attempt: for activity records, the attempt that produced it (1, 2, ...).

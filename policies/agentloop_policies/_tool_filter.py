@@ -100,7 +100,8 @@ class ToolDenyList:
         case_sensitive: match names as written.
 
     Raises:
-        TypeError, ValueError: as ``ToolPatterns``.
+        TypeError: a pattern is not a string.
+        ValueError: a pattern is empty or only whitespace.
     """
 
     __slots__ = ("_patterns", "reason")
@@ -150,7 +151,8 @@ class ToolAllowList:
         case_sensitive: match names as written (the default); ``False`` ignores case.
 
     Raises:
-        TypeError, ValueError: as ``ToolPatterns``.
+        TypeError: a pattern is not a string.
+        ValueError: a pattern is empty or only whitespace.
     """
 
     __slots__ = ("_patterns", "reason")

@@ -46,6 +46,8 @@ class Entry:
 
 
 class UserEntry(Entry):
+    """A message the user sent; ``text`` is what they typed."""
+
     kind = "user"
 
     def __init__(self, text: str) -> None:
