@@ -162,6 +162,7 @@ class EventStream(Generic[OutputT]):
 
     @property
     def run(self) -> _Run:
+        """The run behind the stream (internal: ``Agent`` reaches the run's state through it)."""
         return self._run
 
     def steering_arrived(self) -> None:

@@ -315,6 +315,7 @@ class PipelineTool:
         self.parameters = dict(_TASK_SCHEMA)
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run the pipeline on ``arguments["task"]``; its output is the result."""
         ctx = current_tool_context()
         link = ctx.link if ctx is not None and ctx.call_id == call_id else None
         # Each agent's usage is added to the calling run's as it ends (``run_child``).

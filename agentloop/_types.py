@@ -247,6 +247,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def is_empty(self) -> bool:
+        """Whether every count is zero (no usage reported)."""
         return self == _EMPTY_USAGE
 
 
@@ -481,6 +482,7 @@ class ToolResultMessage(_Message, frozen=True, tag="tool_result"):
 
     @property
     def text(self) -> str:
+        """The result's text blocks, concatenated."""
         return extract_text(self.content)
 
 

@@ -118,6 +118,7 @@ class ToolDenyList:
 
     @property
     def patterns(self) -> tuple[str, ...]:
+        """The patterns, as given."""
         return self._patterns.patterns
 
     def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:
@@ -169,6 +170,7 @@ class ToolAllowList:
 
     @property
     def patterns(self) -> tuple[str, ...]:
+        """The patterns, as given."""
         return self._patterns.patterns
 
     def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:

@@ -147,6 +147,7 @@ class AssistantEntry(Entry):
         self.aborted = False
 
     def part(self, index: int, kind: type[TextPart | ThinkingPart]) -> Any:
+        """The part for the answer's block ``index``, made (as a ``kind``) when it is new."""
         found = self._by_index.get(index)
         if not isinstance(found, kind):
             found = kind()
