@@ -297,3 +297,14 @@ def test_every_inherited_public_method_is_in_the_reference(site: Path) -> None:
                     missing.append(f"{stem}: {cls.__name__}.{member}")
     assert checked >= 13  # the check looked at something: Agent inherits 13 from its mixins
     assert missing == []
+
+
+def test_the_changelog_page_is_changelog_md(site: Path) -> None:
+    # One source: docs/changelog.md includes CHANGELOG.md; every release and section of it
+    # must be on the page (a broken include would leave the page with its title alone).
+    html = (site / "changelog" / "index.html").read_text()
+    headings = re.findall(r"^#{2,3} (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert len(headings) >= 10
+    rendered = re.sub(r"<[^>]+>", "", html)
+    missing = [h for h in headings if re.sub(r"[`*]", "", h) not in rendered]
+    assert missing == []
