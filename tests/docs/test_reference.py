@@ -91,6 +91,10 @@ def _reference_anchors(site: Path) -> set[str]:
     return anchors
 
 
+def _all_pages(site: Path) -> str:
+    return "".join(p.read_text() for p in (site / "reference").rglob("index.html"))
+
+
 def test_every_public_module_declares_its_names() -> None:
     missing = [m.__name__ for m in public_modules() if not hasattr(m, "__all__")]
     assert missing == []
@@ -308,3 +312,16 @@ def test_the_changelog_page_is_changelog_md(site: Path) -> None:
     rendered = re.sub(r"<[^>]+>", "", html)
     missing = [h for h in headings if re.sub(r"[`*]", "", h) not in rendered]
     assert missing == []
+
+
+def test_signature_types_link_to_their_entries(site: Path) -> None:
+    # ``signature_crossrefs``: a type in a signature is a link to its entry, on its page or
+    # another (``Agent(model: str | ModelSpec, ...)`` links ``ModelSpec``).
+    html = (site / "reference" / "agentloop" / "index.html").read_text()
+    start = html.index('id="agentloop.Agent"')
+    signature = html[start : html.index("</div>", html.index('class="doc-signature', start))]
+    assert 'href="#agentloop.ModelSpec"' in signature
+    linked = re.findall(
+        r'<a class="autorefs autorefs-internal"[^>]*href="\.\./(\w+)/#', _all_pages(site)
+    )
+    assert {"stream", "abc", "loop"} <= set(linked)  # links across pages too
