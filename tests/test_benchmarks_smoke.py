@@ -151,3 +151,15 @@ def test_the_readme_commands_name_options_their_scripts_take() -> None:
                     assert value in choices.group(1).split(","), (module, option, value)
                 checked += 1
     assert checked > 20
+
+
+def test_the_startup_benchmark_runs() -> None:
+    result = json.loads(run_benchmark("b10_startup", "--smoke", timeout=300))
+    [environment] = result["environments"]
+    assert set(environment["figures"]) == {
+        "interpreter_ms",
+        "import_ms",
+        "help_ms",
+        "run_first_byte_ms",
+    }
+    assert set(environment["targets"]) == set(result["targets_ms"])

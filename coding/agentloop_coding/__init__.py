@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         open_store as open_store,
     )
     from ._toolbox import coding_tools as coding_tools
+    from ._waiting import WaitingNotice as WaitingNotice
     from ._workspace import ToolInputError as ToolInputError, Workspace as Workspace
 
 __all__ = [
@@ -109,6 +110,7 @@ __all__ = [
     "TextRenderer",
     "ToolInputError",
     "ToolKind",
+    "WaitingNotice",
     "Workspace",
     "WriteFile",
     "coding_tools",
@@ -164,6 +166,7 @@ _WHERE: dict[str, str] = {
     "open_store": "._session",
     "coding_tools": "._toolbox",
     "ToolInputError": "._workspace",
+    "WaitingNotice": "._waiting",
     "Workspace": "._workspace",
 }
 

@@ -77,6 +77,9 @@ T = TypeVar("T")
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
+_MAX_URLS = 64  # parsed endpoints kept (one per model, for most adapters)
+_DRAIN_SECONDS = 0.25  # after a complete answer: what is left of its body, to keep the
+_DRAIN_BYTES = 64 * 1024  # connection (more, or later, and the connection is dropped)
 
 
 def _current_loop() -> object:
@@ -96,16 +99,14 @@ class HttpProvider:
         first_byte_timeout: seconds to wait, once the request is sent, for the answer's first
             byte (its headers and the first piece of its body): 120 s by default. Past it the
             call ends as a ``timeout`` error, which is not retried by default (the server has
-            the request; sending it again rarely helps a server that stays silent). While it
-            waits, a warning says so every ``notice_every`` seconds (``agentloop run`` shows
-            it): "no answer from http://127.0.0.1:8080/v1 for 30 s, still waiting…".
+            the request; sending it again rarely helps a server that stays silent).
+            (``agentloop run`` and the terminal UI say while they wait: "no answer from
+            http://127.0.0.1:8080/v1 for 30 s, still waiting…".)
         idle_timeout: seconds without a byte from the server between two pieces of the answer
             after which the call ends as a ``network`` error (retried): 120 s by default. Any
             byte resets it, a keep-alive comment included, so it cannot bound a whole call.
             A model that thinks silently for longer than these (some reasoning models stream
             nothing until they are done) needs larger values of both.
-        notice_every: seconds between the warnings that the call still waits for its first
-            byte (``None``: no warnings).
         deadline: seconds the whole call may take, from sending the request to the last byte
             of the answer (connecting and the headers included); past it the call ends as a
             ``network`` error, retried like a timeout. ``None``, the default, sets no deadline:
@@ -145,7 +146,6 @@ class HttpProvider:
         client: httpx.AsyncClient | None = None,
         first_byte_timeout: float = 120.0,
         idle_timeout: float = 120.0,
-        notice_every: float | None = 30.0,
         deadline: float | None = None,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
@@ -161,11 +161,11 @@ class HttpProvider:
         self._client_loop: object = None
         self.first_byte_timeout = first_byte_timeout
         self.idle_timeout = idle_timeout
-        self.notice_every = notice_every
         self.deadline = deadline
         # The environment variable that points this provider elsewhere, named in transport
         # errors (a preset sets it: ``LLAMACPP_BASE_URL``...).
         self.base_url_env: str | None = None
+        self._urls: dict[str, httpx.URL] = {}
         self.connect_timeout = connect_timeout
         self.extra_headers = dict(headers or {})
         self.max_event_bytes = max_event_bytes
@@ -304,11 +304,21 @@ class HttpProvider:
             body = {**body, **extra_body}  # provider parameters this library does not model
         return self.client.build_request(
             "POST",
-            self.endpoint(model, options),
+            self._url(self.endpoint(model, options)),
             headers=headers,
             content=_json_encode(body),
             timeout=self._timeout(),
         )
+
+    def _url(self, endpoint: str) -> httpx.URL:
+        """``endpoint`` parsed once (parsing a URL is a third of building a request)."""
+        urls = self._urls
+        url = urls.get(endpoint)
+        if url is None:
+            if len(urls) >= _MAX_URLS:
+                urls.clear()
+            url = urls[endpoint] = httpx.URL(endpoint)
+        return url
 
     # ------------------------------------------------------------------ the StreamFn
 
@@ -374,6 +384,7 @@ class HttpProvider:
                 )
                 return
             chunks: AsyncIterator[bytes] | None = None
+            complete = False
             try:
                 status = response.status_code
                 self.logger.debug("%s: HTTP %d", name, status)
@@ -409,9 +420,11 @@ class HttpProvider:
                         if cls is ErrorEvent:
                             yield self._redacted(event, key)  # type: ignore[arg-type]
                             return
-                        yield event
                         if cls is Done:
+                            complete = True  # (the consumer may close the stream at once)
+                            yield event
                             return
+                        yield event
                     chunk = await _next(chunks, until, self.idle_timeout)
                 for event in tail_of(self.provider_name, decoder, parser):
                     cls = type(event)
@@ -443,6 +456,8 @@ class HttpProvider:
             finally:
                 # Runs on cancellation and on aclose() too; shielded so the socket really closes.
                 with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                    if complete and chunks is not None:
+                        await _drain(chunks)
                     await _close(response, chunks)
 
     def _hint(self, sep: str = ";") -> str:
@@ -471,8 +486,12 @@ class HttpProvider:
 
 
 def _where(url: httpx.URL) -> str:
-    """Where a request went, for messages: no credentials, no query (a key may be there)."""
-    return str(url.copy_with(query=None, username=None, password=None, fragment=None))
+    """Where a request went, for messages: no credentials, no query (a key may be there).
+
+    From the parsed parts (``netloc`` holds no credentials): copying the URL would parse it
+    again, on every call.
+    """
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
 
 
 def _reason(exc: httpx.TransportError) -> str:
@@ -493,18 +512,19 @@ def _reason(exc: httpx.TransportError) -> str:
 
 
 class _FirstByte:
-    """Waits for the answer's first byte within ``first_byte_timeout`` (and the deadline),
-    saying every ``notice_every`` seconds that it still waits."""
+    """Bounds the wait for the answer's first byte by ``first_byte_timeout`` (and the
+    deadline): one cancel scope per step, no task (this is on every call's path)."""
 
-    __slots__ = ("provider", "start", "until", "where")
+    __slots__ = ("bound", "provider", "until", "where")
 
     def __init__(
         self, provider: HttpProvider, where: str, start: float, until: float | None
     ) -> None:
         self.provider = provider
         self.where = where
-        self.start = start
         self.until = until
+        bound = start + provider.first_byte_timeout
+        self.bound = bound if until is None else min(bound, until)
 
     async def wait(self, step: Awaitable[T]) -> T:
         """Await ``step`` (sending the request, or the first piece of the body).
@@ -512,44 +532,8 @@ class _FirstByte:
         Raises:
             TimeoutError: past the first byte's bound or the deadline.
         """
-        provider = self.provider
-        bound = self.start + provider.first_byte_timeout
-        if self.until is not None:
-            bound = min(bound, self.until)
-        notice = provider.notice_every
-        if notice is None:
-            with anyio.fail_after(max(0.0, bound - anyio.current_time())):
-                return await step
-        outcome: list[T] = []
-        failure: BaseException | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._notices, notice)
-            try:
-                with anyio.fail_after(max(0.0, bound - anyio.current_time())):
-                    outcome.append(await step)
-            except anyio.get_cancelled_exc_class():
-                raise
-            except BaseException as exc:
-                failure = exc  # raised below as itself, not in the task group's group
-            finally:
-                tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return outcome[0]
-
-    async def _notices(self, every: float) -> None:
-        provider = self.provider
-        while True:
-            waited = anyio.current_time() - self.start
-            await anyio.sleep(every - waited % every)
-            waited = anyio.current_time() - self.start
-            provider.logger.warning(
-                "%s: no answer from %s for %d s, still waiting… (gives up after %g s)",
-                provider.provider_name,
-                self.where,
-                round(waited),
-                provider.first_byte_timeout,
-            )
+        with anyio.fail_after(max(0.0, self.bound - anyio.current_time())):
+            return await step
 
     def timed_out(self) -> ErrorEvent:
         """The error of a first byte that did not come in time."""
@@ -616,6 +600,18 @@ async def _read_limited(response: httpx.Response) -> bytes:
     if len(body) > _MAX_ERROR_BODY:  # the cut is marked, so that a key cut in two is found
         body = body[:_MAX_ERROR_BODY] + CUT.encode()
     return body
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a complete answer (its ``[DONE]``, the end of its body), briefly
+    and boundedly, so that its connection goes back to the pool for the next call instead of
+    being dropped. What does not end soon is dropped after all."""
+    size = 0
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > _DRAIN_BYTES:
+                return
 
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:

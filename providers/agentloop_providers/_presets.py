@@ -186,7 +186,6 @@ def model_spec(
 _TIMEOUT_VARIABLES = {
     "AGENTLOOP_FIRST_BYTE_TIMEOUT": "first_byte_timeout",
     "AGENTLOOP_IDLE_TIMEOUT": "idle_timeout",
-    "AGENTLOOP_WAIT_NOTICE": "notice_every",
 }
 
 
@@ -209,9 +208,8 @@ def create_provider(provider: str, **kwargs: Any) -> HttpProvider:
     placeholders (Azure's resource, Bedrock's region) are left to the adapter, which reads
     its own settings.
 
-    ``AGENTLOOP_FIRST_BYTE_TIMEOUT``, ``AGENTLOOP_IDLE_TIMEOUT`` and ``AGENTLOOP_WAIT_NOTICE``
-    (seconds) set the adapter's ``first_byte_timeout``, ``idle_timeout`` and ``notice_every``
-    when ``kwargs`` does not.
+    ``AGENTLOOP_FIRST_BYTE_TIMEOUT`` and ``AGENTLOOP_IDLE_TIMEOUT`` (seconds) set the
+    adapter's ``first_byte_timeout`` and ``idle_timeout`` when ``kwargs`` does not.
 
     Raises:
         UnknownPreset: there is no preset named ``provider``.

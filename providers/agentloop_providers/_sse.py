@@ -20,7 +20,12 @@ is looked at a bounded number of times, however the stream is cut into chunks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._frames import DEFAULT_MAX_EVENT_BYTES, SLICE_BYTES, FrameTooLarge, slices
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["SSEDecoder", "ServerSentEvent"]
 
@@ -127,11 +132,23 @@ class SSEDecoder:
         Raises:
             FrameTooLarge: a line or an event passed its cap.
         """
-        if len(chunk) > SLICE_BYTES:
-            return [event for piece in slices(chunk) for event in self._feed(piece)]
-        return self._feed(chunk)
+        return list(self.iter_feed(chunk))
 
-    def _feed(self, chunk: bytes) -> list[ServerSentEvent]:
+    def iter_feed(self, chunk: bytes) -> Iterator[ServerSentEvent]:
+        """``feed``, one event at a time: the first event of a large read is handed on before
+        the rest of the read is parsed (what a caller waiting for the first token notices).
+
+        Raises:
+            FrameTooLarge: a line or an event passed its cap.
+        """
+        if len(chunk) > SLICE_BYTES:
+            for piece in slices(chunk):
+                yield from self._lines(self._split(piece))
+        else:
+            yield from self._lines(self._split(chunk))
+
+    def _split(self, chunk: bytes) -> list[bytes]:
+        """The complete lines of ``chunk`` (with what came before); the rest is held."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -164,7 +181,7 @@ class SSEDecoder:
         last = lines.pop()
         if last:
             self._hold(last)
-        return self._lines(lines)
+        return lines
 
     def _hold(self, piece: bytes) -> None:
         self._pending_size += len(piece)
@@ -182,12 +199,11 @@ class SSEDecoder:
         partial = b"".join(self._pending)
         self._pending = []
         self._pending_size = 0
-        out = self._lines([partial, b""]) if partial else self._lines([b""])
+        out = list(self._lines([partial, b""] if partial else [b""]))
         self._event = b""
         return out
 
-    def _lines(self, lines: list[bytes]) -> list[ServerSentEvent]:
-        out: list[ServerSentEvent] = []
+    def _lines(self, lines: list[bytes]) -> Iterator[ServerSentEvent]:
         data = self._data
         max_line = self._max_line
         for line in lines:
@@ -195,7 +211,7 @@ class SSEDecoder:
                 raise FrameTooLarge("a server-sent event line", max_line)
             if not line:
                 if data:
-                    out.append(self._dispatch())
+                    yield self._dispatch()
                     data = self._data
                 else:
                     self._event = b""
@@ -227,7 +243,6 @@ class SSEDecoder:
                 if value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
                     self._retry = int(value)
             # Any other field is ignored, as the spec says.
-        return out
 
     def _dispatch(self) -> ServerSentEvent:
         data = self._data
