@@ -75,7 +75,7 @@ PRINTS = {
         "StreamError auth invalid x-api-key\nFalse auth invalid x-api-key",
         f"{ANSWER}\nTrue\n{ANSWER}\n",
     ],
-    "docs/troubleshooting.md": [f"{ANSWER}\n{ANSWER}\n"],
+    "docs/troubleshooting.md": [f"{ANSWER}\n", "Finally.\n"],
     "docs/testing.md": ["anthropic claude-sonnet-4-5"],
     "docs/upgrade.md": [
         "failed: auth invalid x-api-key",
