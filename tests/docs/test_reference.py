@@ -151,14 +151,30 @@ def test_every_public_name_has_a_docstring() -> None:
     assert undocumented == []
 
 
-def _public_members(cls: griffe.Object | griffe.Alias) -> list[str]:
-    """The methods and properties a class declares (not inherits) under a public name."""
+_TEXTUAL_HOOK = re.compile(r"^(compose|on_\w+|action_\w+)$")
+
+
+def _is_textual(path: str) -> bool:
+    """Whether the public name ``path`` is a Textual app or widget."""
+    module, _, name = path.rpartition(".")
+    obj = getattr(importlib.import_module(module), name)
+    return any(base.__module__.startswith("textual.") for base in inspect.getmro(obj))
+
+
+def _public_members(cls: griffe.Object | griffe.Alias, path: str) -> list[str]:
+    """The methods and properties a class declares (not inherits) under a public name.
+
+    A Textual app's ``compose``, ``on_*`` and ``action_*`` methods are left out: Textual calls
+    them (its bindings say what the actions do), an application does not.
+    """
+    textual = _is_textual(path)
     return [
         name
         for name, member in cls.members.items()
         if not name.startswith("_")
         and not member.is_alias
         and (member.is_function or "property" in member.labels)
+        and not (textual and _TEXTUAL_HOOK.match(name))
     ]
 
 
@@ -177,7 +193,7 @@ def test_every_public_method_is_in_the_reference_with_a_docstring(site: Path) ->
     for cls, paths in classes.values():
         # Where the class is rendered: under any of its public names.
         where = [p for p in paths if p in anchors]
-        for name in _public_members(cls):
+        for name in _public_members(cls, paths[0]):
             checked += 1
             if not cls.members[name].docstring:
                 undocumented.append(f"{paths[0]}.{name}")

@@ -130,7 +130,6 @@ class AgentApp(App[int]):
     # ---------------------------------------------------------------- layout
 
     def compose(self) -> ComposeResult:
-        """The widgets: the conversation, tool panel, queue, prompt and status line."""
         # Kept by reference: while a dialog is open, queries look in the dialog's screen.
         self.conversation = ConversationView(id="conversation")
         self.tool_panel = ToolPanel(id="tool-panel")
@@ -146,9 +145,6 @@ class AgentApp(App[int]):
         yield self.status_bar
 
     async def on_mount(self) -> None:
-        """Focus the prompt, start the tool blocks' timer, and open the session (after the
-        first-run wizard when no model is configured).
-        """
         self.conversation.anchor()
         self.prompt.focus()
         self.set_interval(0.25, self.tick)
@@ -158,7 +154,6 @@ class AgentApp(App[int]):
             self.run_worker(self.open_session(), group="session")
 
     async def on_unmount(self) -> None:
-        """Abort a running run and close the session."""
         session = self.session
         if session is not None:
             session.agent.abort()
@@ -166,7 +161,6 @@ class AgentApp(App[int]):
                 await session.aclose()
 
     def on_resize(self) -> None:
-        """Redraw for the new size."""
         self._changed()
 
     # ---------------------------------------------------------------- sessions
@@ -229,7 +223,6 @@ class AgentApp(App[int]):
     # ---------------------------------------------------------------- running
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        """Hand what the user typed to ``submit``."""
         self.submit(message.text, follow_up=message.follow_up)
 
     def submit(self, text: str, *, follow_up: bool = False) -> None:
@@ -270,7 +263,6 @@ class AgentApp(App[int]):
             self._changed()
 
     def on_agent_event(self, event: AgentEvent) -> None:
-        """Show one of the run's events."""
         self.view.feed(event)
         kind = type(event)
         if kind is TurnEnd or kind is AgentEnd or kind is ContextCompacted:
@@ -364,36 +356,30 @@ class AgentApp(App[int]):
     # ---------------------------------------------------------------- actions
 
     def action_abort(self) -> None:
-        """Abort the running run (Escape)."""
         if self.session is not None and self.running:
             self.view.request_abort()
             self.session.agent.abort()
             self._changed()
 
     def action_interrupt(self) -> None:
-        """Ctrl+C: abort a running run, else say how to quit."""
         if self.running:
             self.action_abort()
         else:
             self.notify("Ctrl+Q quits", timeout=2)
 
     async def action_quit(self) -> None:
-        """Abort a running run and leave (Ctrl+Q)."""
         if self.session is not None:
             self.session.agent.abort()
         self.exit(0)
 
     def action_toggle_plan(self) -> None:
-        """Switch plan mode on or off (Shift+Tab)."""
         self.commands.toggle_plan()
 
     def action_toggle_tool(self) -> None:
-        """Fold or unfold the selected tool block (F2)."""
         if self.view.toggle_tool() is not None:
             self._changed()
 
     def action_select_tool(self, step: int) -> None:
-        """Select the previous (``-1``) or next (``1``) tool block."""
         entry = self.view.select_tool(step)
         if entry is not None:
             self._changed()
@@ -402,12 +388,10 @@ class AgentApp(App[int]):
                 block.scroll_visible(animate=False)
 
     def action_toggle_thinking(self) -> None:
-        """Show or hide the model's thinking (Ctrl+T)."""
         self.view.toggle_thinking()
         self._changed()
 
     def action_copy_answer(self) -> None:
-        """Copy the latest answer to the clipboard (Ctrl+Y)."""
         answer = self.view.last_answer()
         if answer is None or not answer.text:
             self.notify("no answer to copy yet", severity="warning", timeout=2)
@@ -416,7 +400,6 @@ class AgentApp(App[int]):
         self.notify(f"copied the answer ({len(answer.text)} characters)", timeout=2)
 
     def action_copy_code(self) -> None:
-        """Copy the latest code block of the conversation to the clipboard (Alt+Y)."""
         for entry in reversed(self.view.entries):
             if isinstance(entry, ToolEntry):
                 continue
@@ -428,7 +411,6 @@ class AgentApp(App[int]):
         self.notify("no code block to copy", severity="warning", timeout=2)
 
     def action_scroll(self, direction: int, page: bool) -> None:
-        """Scroll the conversation up (``-1``) or down (``1``), by a page or by three lines."""
         conversation = self.conversation
         if page:
             (conversation.scroll_page_up if direction < 0 else conversation.scroll_page_down)(
