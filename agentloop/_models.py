@@ -34,6 +34,7 @@ __all__ = [
 log = logging.getLogger("agentloop.models")
 
 ENTRY_POINT_GROUP = "agentloop.providers"
+"""The entry-point group where packages register provider factories for model strings."""
 PROVIDERS_EXTRA = f'pip install "{DISTRIBUTION}[providers]"'
 
 

@@ -46,6 +46,7 @@ class ExponentialBackoff:
         self._rng = rng
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
+        """Whether to retry after ``error``, the failure of attempt number ``attempt`` (1..)."""
         if attempt >= self.max_attempts:
             return False
         if not isinstance(error, ModelThrottled | NetworkError) and not (
@@ -56,6 +57,9 @@ class ExponentialBackoff:
         return error.retry_after is None or error.retry_after <= self.max_retry_after
 
     def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1..): the provider's ``retry_after``
+        when ``error`` has one, else the computed back-off.
+        """
         if error is not None and error.retry_after is not None:
             return max(0.0, error.retry_after)
         ceiling = min(self.max_delay, self.base_delay * self.multiplier ** max(0, attempt - 1))
@@ -68,7 +72,9 @@ class NoRetry:
     """Never retry."""
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
+        """Never: one attempt."""
         return False
 
     def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        """Zero (never used: nothing is retried)."""
         return 0.0

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["ENTRY_POINT_GROUP", "Command", "main"]
 
 ENTRY_POINT_GROUP = "agentloop.commands"
+"""The entry-point group where packages register ``agentloop``'s subcommands."""
 DISTRIBUTION = "anyio-agentloop"
 DEFAULT_COMMAND = "tui"
 EXIT_USAGE = 2

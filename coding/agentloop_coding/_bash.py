@@ -125,6 +125,9 @@ class Bash(CodingTool):
         return f"Run {first[:80]}"
 
     def argv(self, command: str) -> list[str]:
+        """The program and arguments that run ``command``: ``shell -c command`` (bash when
+        installed, else ``/bin/sh``).
+        """
         shell = self.shell or shutil.which("bash") or "/bin/sh"
         return [shell, "-c", command]
 

@@ -269,6 +269,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 RUN = CliCommand("run one prompt headless", _configure_run, _run)
+"""``agentloop run``: one prompt, headless (``--json`` for event lines)."""
 
 
 # ---------------------------------------------------------------- acp
@@ -288,6 +289,7 @@ def _acp(args: argparse.Namespace) -> int:
 
 
 ACP = CliCommand("serve the Agent Client Protocol on stdio (for editors)", add_common_options, _acp)
+"""``agentloop acp``: the coding agent as an Agent Client Protocol server on stdio."""
 
 
 # ---------------------------------------------------------------- config
@@ -317,6 +319,7 @@ def _show_config(args: argparse.Namespace) -> int:
 CONFIG = CliCommand(
     "show the effective settings and the files they come from", add_common_options, _show_config
 )
+"""``agentloop config``: the effective settings and every file looked for."""
 
 
 # ---------------------------------------------------------------- sessions
@@ -340,9 +343,11 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 SESSIONS = CliCommand("list the stored sessions, newest first", add_common_options, _sessions)
+"""``agentloop sessions``: the stored sessions, newest first."""
 
 
 COMMANDS = {"run": RUN, "acp": ACP, "config": CONFIG, "sessions": SESSIONS}
+"""The coding agent's subcommands of ``agentloop``, by name."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -290,8 +290,10 @@ class HttpProvider:
         parameters this library does not model (``top_p``, ``seed``, ``response_format``...).
 
         Raises:
-            ValueError, TypeError, msgspec.EncodeError: the request cannot be built (the call
-                then ends as an ``other`` error).
+            ValueError: the request cannot be built (the call then ends as an ``other``
+                error).
+            TypeError: as ``ValueError``.
+            msgspec.EncodeError: as ``ValueError``.
         """
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         headers.update(self.headers(api_key, model, options))

@@ -89,7 +89,8 @@ class StreamParser(Protocol):
         """The events one frame gives (often none, sometimes several).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: a malformed frame (or anything else: see above).
+            ProtocolError: a malformed frame (or anything else: see above).
+            msgspec.DecodeError: a frame that is not valid JSON.
         """
         ...
 

@@ -145,7 +145,8 @@ class AnthropicStreamParser:
         """Translate one frame (see ``StreamParser.feed``).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
         """
         data = sse.data
         if not data:

@@ -144,7 +144,8 @@ class OpenAIChatStreamParser:
         """Translate one frame (see ``StreamParser.feed``).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
         """
         data = sse.data
         if data == "[DONE]":
