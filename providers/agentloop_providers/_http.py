@@ -379,7 +379,8 @@ class HttpProvider:
             except httpx.TransportError as exc:
                 yield self._fail(
                     ErrorKind.NETWORK,
-                    f"{name}: cannot connect to {where}: {_reason(exc)}{self._hint()}",
+                    f"{name}: cannot connect to {where}{_proxy(request.url)}: "
+                    f"{_reason(exc)}{self._hint()}",
                     key,
                 )
                 return
@@ -492,6 +493,21 @@ def _where(url: httpx.URL) -> str:
     again, on every call.
     """
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+
+
+def _proxy(url: httpx.URL) -> str:
+    """ " through the proxy ..." when the environment sends ``url`` through one (httpx honours
+    ``HTTPS_PROXY`` and friends): a failure to connect is then often the proxy's."""
+    import urllib.request
+
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass(url.host):
+        return ""
+    try:
+        shown = _where(httpx.URL(proxy))  # no credentials
+    except (httpx.InvalidURL, TypeError, ValueError):
+        shown = "(an invalid proxy URL)"
+    return f" through the proxy {shown} (from the environment)"
 
 
 def _reason(exc: httpx.TransportError) -> str:

@@ -160,3 +160,30 @@ async def test_a_404_from_a_preset_names_the_url_and_the_variable(
         result = await agent.prompt("hi")
     assert f"{server.base_url}/wrong" in (result.error or "")
     assert variable in (result.error or "")
+
+
+async def test_a_refused_proxy_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(SocketAttribute.local_port)
+    await listener.aclose()  # the proxy is not running
+    monkeypatch.setenv("HTTPS_PROXY", f"http://user:secret@127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    agent = al.Agent(
+        model="anthropic:claude-sonnet-4-5",
+        retry_strategy=al.retry.ExponentialBackoff(max_attempts=1),
+    )
+    with pytest.raises(al.NetworkError) as caught:
+        await agent.prompt("hi")
+    message = str(caught.value)
+    assert f"through the proxy http://127.0.0.1:{port}/" in message
+    assert "secret" not in message
+
+
+def test_a_provider_without_its_settings_is_an_unknown_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    with pytest.raises(al.UnknownModel, match="AZURE_OPENAI_ENDPOINT"):
+        al.Agent(model="azure:gpt-4o")
