@@ -13,8 +13,9 @@ chat or the Anthropic shape, over HTTP/1.1 keep-alive. Against it, in this proce
 Each figure: deltas per second over the whole answer, and the time to the first delta, medians
 of ``--repeat`` interleaved rounds; the ratios (adapter / floor) are the targets (≥ 0.7 for
 throughput, ≤ 1.2 for time to first delta). Then the connections: how many TCP connections the
-server saw for ten turns through one agent, and for ten agents made from the same model string,
-in one event loop (one pool per provider).
+server saw for ten turns through one agent, for ten agents sharing one provider (at once: the
+pool opens as many connections as requests run together), and for ten agents each made from
+the same model string (one provider, so one pool, each).
 """
 
 from __future__ import annotations
@@ -152,15 +153,22 @@ async def _connections(base: str, client: httpx.AsyncClient) -> int:
 
 
 async def _reuse(base: str) -> dict[str, int]:
-    """TCP connections for ten turns of one agent, and for ten agents of one model string."""
+    """TCP connections for ten turns of one agent, for ten agents sharing one provider, and
+    for ten agents each made from the same model string (each its own provider and pool)."""
     async with httpx.AsyncClient() as stats:
         before = await _connections(base, stats)
         provider = OpenAIChatProvider(base_url=f"{base}/v1", api_key="sk-bench")
         agent = al.Agent(model=MODEL, stream_fn=provider)
         for _ in range(10):
             await agent.prompt("go")
-        await provider.aclose()
         one_agent = await _connections(base, stats) - before
+        before = await _connections(base, stats)
+        shared = [al.Agent(model=MODEL, stream_fn=provider) for _ in range(10)]
+        async with anyio.create_task_group() as tg:
+            for agent in shared:
+                tg.start_soon(agent.prompt, "go")
+        await provider.aclose()
+        ten_shared = await _connections(base, stats) - before
         before = await _connections(base, stats)
         os.environ["OPENAI_BASE_URL"] = f"{base}/v1"
         os.environ["OPENAI_API_KEY"] = "sk-bench"
@@ -172,7 +180,11 @@ async def _reuse(base: str) -> dict[str, int]:
             if aclose is not None:
                 await aclose()
         ten_agents = await _connections(base, stats) - before
-    return {"one_agent_ten_turns": one_agent, "ten_agents_one_model": ten_agents}
+    return {
+        "one_agent_ten_turns": one_agent,
+        "ten_agents_one_provider_at_once": ten_shared,
+        "ten_agents_ten_model_strings": ten_agents,
+    }
 
 
 async def _measure(base: str, repeat: int, warmup: int) -> dict[str, Any]:

@@ -163,3 +163,31 @@ def test_the_startup_benchmark_runs() -> None:
         "run_first_byte_ms",
     }
     assert set(environment["targets"]) == set(result["targets_ms"])
+
+
+def test_the_parked_and_aborted_benchmark_runs() -> None:
+    for backend in BACKENDS:
+        for impl in ("floor", "run_loop", "agent"):
+            result = json.loads(
+                run_benchmark(
+                    "b4_parked_abort", "--smoke", "--impl", impl, "--backend", backend, timeout=300
+                )
+            )
+            assert {"start_s", "kib_per_run", "abort_s"} <= result.keys()
+            assert result["runs"] == 200
+
+
+def test_the_anyio_floor_reproduction_runs() -> None:
+    for backend in BACKENDS:
+        result = json.loads(run_benchmark("anyio_floor", "--smoke", "--backend", backend))
+        assert {"spawn_us", "cancel_us", "set_us", "kib_per_task", "anyio"} <= result.keys()
+
+
+def test_the_http_path_benchmark_runs() -> None:
+    for backend in BACKENDS:
+        result = json.loads(run_benchmark("b9_http_path", "--smoke", "--backend", backend))
+        for shape in ("openai", "anthropic"):
+            assert {"floor", "adapter", "throughput_ratio", "first_delta_ratio"} <= result[
+                shape
+            ].keys()
+        assert result["connections"]["one_agent_ten_turns"] == 1  # one connection, reused
