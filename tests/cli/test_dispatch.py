@@ -134,3 +134,53 @@ def test_each_command_pins_what_it_imports(command: str, forbidden: set[str]) ->
     )
     loaded = set(ast.literal_eval(done.stdout.splitlines()[-1]))
     assert not loaded & forbidden, loaded & forbidden
+
+
+def _agentloop() -> str:
+    import shutil
+
+    found = shutil.which("agentloop", path=os.path.dirname(sys.executable))
+    assert found is not None
+    return found
+
+
+def test_a_reader_that_leaves_early_is_no_traceback(tmp_path: Path) -> None:
+    # ``agentloop config | head -1``: here the reader is gone before a byte is written.
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_DATA_HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [_agentloop(), "config"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader leaves
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=60) == 141  # 128 + SIGPIPE, as a shell would report it
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_config_says_which_files_it_looked_for_and_read(tmp_path: Path) -> None:
+    config_home = tmp_path / "c"
+    (config_home / "agentloop").mkdir(parents=True)
+    user_file = config_home / "agentloop" / "config.toml"
+    user_file.write_text('approval = "enabled"\n')
+    workspace = tmp_path / "w"
+    workspace.mkdir()
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config_home), "XDG_DATA_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [_agentloop(), "config"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workspace,
+        timeout=60,
+        check=True,
+    )
+    assert f"# {user_file}: read" in done.stdout
+    assert f"# {workspace / '.agentloop.toml'} (and in each directory above): not found" in (
+        done.stdout
+    )
+    assert f'approval = "enabled"  # {user_file}' in done.stdout
