@@ -191,3 +191,11 @@ def test_the_http_path_benchmark_runs() -> None:
                 shape
             ].keys()
         assert result["connections"]["one_agent_ten_turns"] == 1  # one connection, reused
+
+
+def test_the_http2_comparison_runs() -> None:
+    result = json.loads(run_benchmark("bench_http2", "--smoke", "--deltas", "200", timeout=120))
+    assert result["negotiated"] == "HTTP/2"
+    assert {"deltas_per_s", "first_delta_ms", "ten_at_once_first_delta_ms"} <= result[
+        "http2"
+    ].keys()

@@ -187,3 +187,13 @@ def test_a_provider_without_its_settings_is_an_unknown_model(
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
     with pytest.raises(al.UnknownModel, match="AZURE_OPENAI_ENDPOINT"):
         al.Agent(model="azure:gpt-4o")
+
+
+async def test_http2_is_offered_when_asked_and_falls_back_on_plain_http() -> None:
+    reply = Reply(body=ONE_ANSWER)
+    async with serve([reply]) as server:
+        provider = OpenAIChatProvider(base_url=server.base_url, api_key="k", http2=True)
+        async with provider:
+            assert provider.client._transport._pool._http2  # type: ignore[attr-defined]
+            result = await _agent(provider).prompt("hi")
+    assert result.output == "hi"  # plain http: HTTP/1.1, as httpx negotiates
