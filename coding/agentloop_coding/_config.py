@@ -24,7 +24,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -42,6 +42,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "LoadedConfig",
+    "ResourceLimits",
     "load_config",
     "project_config_path",
     "user_config_path",
@@ -55,6 +56,29 @@ class ConfigError(AgentError, ValueError):
     """A configuration file or variable is invalid; the message says which and why."""
 
 
+_Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class ResourceLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The ``[bash.limits]`` table: resource limits for each command (``setrlimit`` in the
+    command's process; see ``_rlimit`` for what each does and cannot stop). Unset: no limit.
+
+    Attributes:
+        cpu_seconds: CPU time per process.
+        memory_mb: address space per process, in MiB.
+        processes: processes of the user (``RLIMIT_NPROC`` counts all of the user's).
+        file_size_mb: the largest file a process may write, in MiB.
+    """
+
+    cpu_seconds: _Positive | None = None
+    memory_mb: _Positive | None = None
+    processes: _Positive | None = None
+    file_size_mb: _Positive | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in msgspec.structs.astuple(self))
+
+
 class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The ``[bash]`` table: how the ``bash`` tool runs commands."""
 
@@ -63,6 +87,7 @@ class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_output: int = 30_000
     env_allow: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    limits: ResourceLimits = msgspec.field(default_factory=ResourceLimits)
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

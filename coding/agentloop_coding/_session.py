@@ -14,6 +14,11 @@ end shows and changes:
   With no ``ask``, a call that needs approval is refused with a reason the model can read:
   the plumbing fails closed.
 
+A new session is **recorded only once it holds a real exchange**: the store is not touched
+until the first answer that is not an error (``recorded`` says whether it has been), so a
+start that never gets a prompt, or whose first run fails (a wrong API key), leaves no empty
+session behind. A resumed session is recorded into as it goes.
+
 Nothing here prints or reads a terminal: a front end subscribes to ``agent`` for events and
 reads these attributes to render.
 """
@@ -21,16 +26,27 @@ reads these attributes to render.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from agentloop import Agent, AgentEnd, AssistantMessage, ModelSpec, ThinkingLevel, extract_text
+import anyio.to_thread
+
+from agentloop import (
+    Agent,
+    AgentEnd,
+    AssistantMessage,
+    ModelSpec,
+    ThinkingLevel,
+    extract_text,
+)
 from agentloop.policy import Rejected
-from agentloop.sessions import JsonlSessionStore, SessionRecorder
+from agentloop.sessions import JsonlSessionStore
 from agentloop_policies import ApprovalGate, ApprovalMode, MaxTurns, Sandbox
 
 from ._config import Config, ConfigError
 from ._keys import ApiKeys, default_model
 from ._prompt import system_prompt
+from ._recorder import FirstExchangeRecorder, new_session_id
 from ._toolbox import coding_tools
 from ._workspace import Workspace
 
@@ -67,14 +83,39 @@ def open_store(config: Config, environ: Mapping[str, str] | None = None) -> Json
 
 
 async def list_sessions(
-    config: Config, *, environ: Mapping[str, str] | None = None
+    config: Config,
+    *,
+    environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> list[SessionInfo]:
-    """The stored sessions, the most recently updated first (for a resume picker)."""
-    return await open_store(config, environ).list_sessions()
+    """The stored sessions, the most recently updated first, for a resume picker.
+
+    Each ``SessionInfo`` has what a picker shows: ``title`` (the first prompt's first line),
+    ``created_at`` and ``updated_at`` (milliseconds since the epoch), ``message_count``,
+    ``model`` and ``metadata["cwd"]`` (the workspace). Sessions holding no message are left
+    out.
+
+    Args:
+        config: where the sessions are (``sessions_dir``).
+        environ: the environment (default ``os.environ``).
+        workspace: only the sessions of this directory.
+
+    Raises:
+        SessionStoreError: the session directory cannot be read.
+    """
+    found = await open_store(config, environ).list_sessions()
+    where = None
+    if workspace is not None:
+        where = await anyio.to_thread.run_sync(os.path.realpath, os.fspath(workspace))
+    return [
+        info
+        for info in found
+        if info.message_count > 0 and (where is None or info.metadata.get("cwd") == where)
+    ]
 
 
 def _workspace(config: Config, directory: str | os.PathLike[str]) -> Workspace:
-    """The workspace at ``directory``, with the sandbox ``config`` asks for.
+    """The workspace at ``directory``, confined as ``config`` asks.
 
     Raises:
         ConfigError: ``directory`` is not a directory.
@@ -83,9 +124,15 @@ def _workspace(config: Config, directory: str | os.PathLike[str]) -> Workspace:
         root = Workspace(directory).root
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    # Extra roots are taken from the workspace when relative, as every other path is.
+    if not config.sandbox:
+        # Said by the front end (the command prints it); the setting is the user's own.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return Workspace(root, confined=False)
+    # Extra roots are taken from the workspace when relative, as every other path is. Paths
+    # are not pinned: the tools take them as given and check them again where they open.
     extra = [root / os.path.expanduser(r) for r in config.roots]
-    return Workspace(root, sandbox=Sandbox([root, *extra], cwd=root) if config.sandbox else None)
+    return Workspace(root, sandbox=Sandbox([root, *extra], cwd=root, pin=False))
 
 
 def _model_name(model: str | ModelSpec) -> str:
@@ -102,7 +149,8 @@ class CodingSession:
         approvals: the approval gate (mode, session trust).
         config: the settings it was made from.
         store: where the conversation is recorded (``None``: not recorded).
-        session_id: the stored session's id (``None`` when not recorded).
+        session_id: the session's id in the store (``None`` when not recorded); a new
+            session is only stored once it holds a real exchange (``recorded``).
         model: the model as a ``provider:model-id`` string.
         ask: asks a person about a tool call (set by the front end); ``None`` refuses.
         plan: the answer of the last run made in plan mode, if any.
@@ -155,7 +203,8 @@ class CodingSession:
             config: the settings (default: ``Config()``).
             workspace: the directory the agent works in.
             resume: the id of a stored session to continue.
-            session_id: the id of the new session (default: a fresh one).
+            session_id: the id of the new session (default: a fresh one); it is stored from
+                its first real exchange on (module docs).
             store: where sessions are kept (default: ``config``'s JSONL directory).
             record: record the conversation in the store.
             model: the model (wins over the resumed session's and the config's); a
@@ -221,11 +270,10 @@ class CodingSession:
             session_id = None if store is None else session_id
             agent = Agent(model=chosen, **options)  # an unknown model fails before the store
             if store is not None:
-                info = await store.create(
-                    session_id=session_id, model=_model_name(chosen), metadata={"cwd": str(root)}
+                session_id = await new_session_id(store, session_id)
+                agent.session = FirstExchangeRecorder(
+                    store, session_id, model=_model_name(chosen), metadata={"cwd": str(root)}
                 )
-                session_id = info.id
-                agent.session = SessionRecorder(store, session_id)
         if config.thinking is not None:
             agent.set_thinking_level(ThinkingLevel(config.thinking))
         session = cls(
@@ -276,6 +324,15 @@ class CodingSession:
     @approval_mode.setter
     def approval_mode(self, mode: ApprovalMode | str) -> None:
         self.approvals.mode = mode
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the conversation is in the store (a new one is, from its first real
+        exchange on)."""
+        recorder = self.agent.session
+        if recorder is None:
+            return False
+        return not isinstance(recorder, FirstExchangeRecorder) or recorder.created
 
     def tool(self, name: str) -> CodingTool | None:
         """The built-in tool called ``name``."""

@@ -71,7 +71,7 @@ async def test_runs_in_the_workspace_or_the_given_directory(
     sub = await call(Bash(space), command="pwd", cwd="sub")
     assert text_of(sub).splitlines()[0] == str(tmp_path / "sub")
     missing = await call(Bash(space), command="pwd", cwd="nope")
-    assert missing.is_error and "not a directory" in text_of(missing)
+    assert missing.is_error and "nope does not exist" in text_of(missing)
     empty = await call(Bash(space), command="   ")
     assert empty.is_error
 
