@@ -12,7 +12,7 @@ import pytest
 
 import agentloop as al
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
-from agentloop_coding import Bash, Workspace, coding_tools
+from agentloop_coding import Bash, ResourceLimits, Workspace, coding_tools
 
 from ._helpers import alive, call, text_of
 
@@ -246,3 +246,33 @@ async def test_a_cancellation_while_the_process_is_made_leaves_no_process(
         release.set()
     [pid] = made
     assert not alive(pid)
+
+
+# --------------------------------------------------------------------------- resource limits
+
+
+async def test_resource_limits_are_set_in_the_commands_process(space: Workspace) -> None:
+    limits = ResourceLimits(cpu_seconds=7, memory_mb=512, processes=4096, file_size_mb=2)
+    result = await call(Bash(space, limits=limits), command="ulimit -t -v -u -f")
+    assert not result.is_error, text_of(result)
+    # "cpu time (seconds, -t) 7", ...: bash counts memory in KiB, file sizes in KiB blocks.
+    values = [line.rsplit(" ", 1)[1] for line in text_of(result).splitlines()[:4]]
+    assert values == ["7", str(512 * 1024), "4096", str(2 * 1024)]
+    unlimited = await call(Bash(space), command="ulimit -t")
+    assert text_of(unlimited).splitlines()[0] == "unlimited"
+
+
+async def test_each_resource_limit_stops_what_exceeds_it(space: Workspace, tmp_path: Path) -> None:
+    cpu = Bash(space, limits=ResourceLimits(cpu_seconds=1))
+    with anyio.fail_after(30):
+        spin = await call(cpu, command='python3 -c "while True: pass"', timeout=25)
+    assert spin.is_error and not spin.details["timed_out"]  # killed at 1 s of CPU, not 25 s
+
+    memory = Bash(space, limits=ResourceLimits(memory_mb=200))
+    hog = await call(memory, command="python3 -c \"b = bytearray(1 << 30); print('got it')\"")
+    assert hog.is_error and "MemoryError" in text_of(hog) and "got it" not in text_of(hog)
+
+    size = Bash(space, limits=ResourceLimits(file_size_mb=1))
+    big = await call(size, command="head -c 3000000 /dev/zero > big.bin")
+    assert big.is_error
+    assert (tmp_path / "big.bin").stat().st_size <= 1 << 20
