@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         user_config_path as user_config_path,
     )
     from ._edit import EditFile as EditFile, WriteFile as WriteFile, unified_diff as unified_diff
+    from ._errors import ToolInputError as ToolInputError
     from ._keys import ApiKeys as ApiKeys, default_model as default_model
     from ._process import ProcessOutcome as ProcessOutcome, run_process as run_process
     from ._prompt import (
@@ -84,7 +85,6 @@ if TYPE_CHECKING:
         open_store as open_store,
     )
     from ._toolbox import coding_tools as coding_tools
-    from ._errors import ToolInputError as ToolInputError
     from ._workspace import Editor as Editor, Workspace as Workspace
 
 __all__ = [
