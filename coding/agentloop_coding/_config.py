@@ -108,7 +108,11 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         instructions: added to the system prompt (house rules, conventions).
         max_turns: the most turns one prompt may take.
         tool_timeout: seconds any one tool call may take.
-        grep: ``"auto"`` (ripgrep when installed), ``"rg"`` or ``"python"``.
+        grep: ``"auto"`` (the built-in search in a confined workspace, ripgrep in one that
+            is not), ``"rg"`` or ``"python"``.
+        models: more models an editor (ACP) offers to switch to, beside the session's own.
+        images: whether the model takes images in prompts; unset, its provider decides
+            (see ``agentloop_coding._acp_content``).
         bash: the ``[bash]`` table.
     """
 
@@ -125,6 +129,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     max_turns: int = 50
     tool_timeout: float | None = None
     grep: Literal["auto", "rg", "python"] = "auto"
+    models: list[str] = msgspec.field(default_factory=list)
+    images: bool | None = None
     bash: BashSettings = msgspec.field(default_factory=BashSettings)
 
     def sessions_path(self, environ: Mapping[str, str] | None = None) -> Path:

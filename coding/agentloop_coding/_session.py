@@ -51,10 +51,10 @@ from ._toolbox import coding_tools
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from agentloop import AgentEvent, AgentTool, ToolCall
-    from agentloop.abc import SessionStore, StreamFn
+    from agentloop.abc import SessionStore, StreamFn, Toolset
     from agentloop.sessions import SessionInfo
     from agentloop_policies import ApprovalAnswer, AskFn
 
@@ -196,6 +196,7 @@ class CodingSession:
         stream_fn: StreamFn | None = None,
         ask: AskFn | None = None,
         environ: Mapping[str, str] | None = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> CodingSession:
         """A new session, or the stored session ``resume`` continued.
 
@@ -212,6 +213,7 @@ class CodingSession:
             stream_fn: the provider, for a ``ModelSpec`` or to replace the resolved one.
             ask: asks a person about tool calls needing approval.
             environ: the environment (API keys, the default model; default ``os.environ``).
+            toolsets: more tools for the agent, whose set may change (an MCP server group).
 
         Raises:
             ConfigError: no model is configured and none can be chosen, or the workspace is
@@ -260,6 +262,7 @@ class CodingSession:
             "pre_dispatch_policies": [sandbox] if sandbox is not None else [],
             "tool_timeout": config.tool_timeout,
             "get_api_key": ApiKeys(environ=environ),
+            "toolsets": toolsets,
         }
         agent: Agent[Any]
         if resume is not None:
@@ -333,6 +336,22 @@ class CodingSession:
         if recorder is None:
             return False
         return not isinstance(recorder, FirstExchangeRecorder) or recorder.created
+
+    async def set_model(self, model: str) -> None:
+        """Use ``model`` (``provider:model-id``) from the next turn on; a recorded session
+        remembers it, so a resumed one goes on with it. The former provider is closed.
+
+        Raises:
+            UnknownModel: no installed provider resolves the model string.
+        """
+        former = self.agent.stream_fn
+        self.agent.set_model(model)
+        self.model = model
+        if self.store is not None and self.session_id is not None and self.recorded:
+            await self.store.update(self.session_id, model=model)
+        aclose = getattr(former, "aclose", None)
+        if aclose is not None and former is not self.agent.stream_fn:
+            await aclose()
 
     def tool(self, name: str) -> CodingTool | None:
         """The built-in tool called ``name``."""
