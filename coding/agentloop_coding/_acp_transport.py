@@ -158,7 +158,7 @@ class StdioTransport:
             if end != -1:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
-                if self._skipping:
+                if self._skipping or end > self.max_line:
                     self._skipping = False
                     return b"\x00"
                 return line
