@@ -27,8 +27,8 @@ from acp.schema import (
 )
 
 from ._cli_helpers import AGENTLOOP, Cli
-from ._helpers import alive
-from .test_bash import SPAWN, pids_in, wait_gone
+from ._helpers import alive, pids_in, wait_gone
+from .test_bash import SPAWN
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable

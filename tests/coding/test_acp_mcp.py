@@ -30,7 +30,7 @@ from acp.schema import (
 from ._acp_client import Editor, connect, final_text, script, tool_updates
 from ._cli_helpers import Cli
 from ._fake_openai import running_fake_openai
-from .test_bash import wait_gone
+from ._helpers import wait_gone
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

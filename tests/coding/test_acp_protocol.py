@@ -30,7 +30,6 @@ from acp.schema import (
 )
 
 import agentloop
-from agentloop_coding._acp_transport import StdioTransport
 
 from ._acp_client import Editor, connect, script
 from ._cli_helpers import AGENTLOOP, Cli
@@ -124,6 +123,8 @@ async def test_bad_input_is_answered_and_never_ends_the_server(cli: Cli) -> None
 
 
 async def test_the_transport_bounds_a_line_and_keeps_serving() -> None:
+    from agentloop_coding._acp_transport import StdioTransport
+
     read_end, write_end = os.pipe()
     answers_read, answers_write = os.pipe()
     transport = StdioTransport(read_end, answers_write, max_line=1000)

@@ -4,7 +4,6 @@ and no orphan process whichever way a command ends (finished, timed out, cancell
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -14,7 +13,7 @@ import agentloop as al
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
 from agentloop_coding import Bash, ResourceLimits, Workspace, coding_tools
 
-from ._helpers import alive, call, text_of
+from ._helpers import alive, call, pids_in, text_of, wait_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,24 +25,6 @@ SPAWN = (
     'echo "pid $$"; sleep 30 & echo "pid $!"; '
     'bash -c \'echo "pid $$"; sleep 30 & echo "pid $!"; wait\' & wait'
 )
-
-
-def pids_in(text: str) -> list[int]:
-    return [int(p) for p in re.findall(r"pid (\d+)", text)]
-
-
-async def wait_gone(pid: int) -> None:
-    """Return once process ``pid`` has exited (a pidfd becomes readable), within 5 seconds."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(5):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
-    assert not alive(pid)
 
 
 @pytest.fixture

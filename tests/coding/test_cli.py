@@ -18,8 +18,8 @@ from agentloop_coding import NO_APPROVER
 
 from ._cli_helpers import Cli, decode_events, write_script
 from ._fake_openai import running_fake_openai
-from ._helpers import alive, text_of
-from .test_bash import SPAWN, pids_in, wait_gone
+from ._helpers import alive, pids_in, text_of, wait_gone
+from .test_bash import SPAWN
 
 if TYPE_CHECKING:
     from pathlib import Path
