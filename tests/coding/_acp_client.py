@@ -34,6 +34,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+from anyio import wait_all_tasks_blocked
 
 from ._cli_helpers import AGENTLOOP
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
     from ._cli_helpers import Cli
 
-__all__ = ["Editor", "Terminal", "connect", "final_text", "tool_updates"]
+__all__ = ["Editor", "Settled", "Terminal", "connect", "final_text", "script", "tool_updates"]
 
 
 def tool_updates(updates: list[Any], call_id: str) -> list[Any]:
@@ -248,10 +249,40 @@ class Editor:
         return AcceptElicitationResponse(action="accept", content=self.form_answer)
 
 
+class Settled:
+    """A client connection whose requests return once the client has handled every
+    notification that came before their answer.
+
+    The protocol package hands a client its notifications in tasks of their own (in some
+    versions through a queue first), so an answer can be seen before the updates the agent
+    sent ahead of it; the agent's order is the protocol's, the lag is the package's.
+    """
+
+    _SETTLING = frozenset(
+        {"prompt", "new_session", "load_session", "set_config_option", "set_session_mode"}
+    )
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._conn, name)
+        if name not in self._SETTLING:
+            return method
+
+        async def settled(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(*args, **kwargs)
+            finally:
+                await wait_all_tasks_blocked()
+
+        return settled
+
+
 @contextlib.asynccontextmanager
 async def connect(
     cli: Cli, editor: Editor, *, model: str, env: dict[str, str] | None = None
-) -> AsyncIterator[tuple[Any, Any]]:
+) -> AsyncIterator[tuple[Any, Any, Any]]:
     """``agentloop acp`` in ``cli``'s workspace with ``model``, initialized by ``editor``;
     yields the connection, the process and the ``initialize`` answer."""
     environment = {**cli.env, "AGENTLOOP_MODEL": model, **(env or {})}
@@ -264,7 +295,7 @@ async def connect(
         use_unstable_protocol=True,
     ) as (conn, process):
         init = await conn.initialize(protocol_version=1, client_capabilities=editor.capabilities())
-        yield conn, process, init
+        yield Settled(conn), process, init
 
 
 def script(cli: Cli, replies: list[dict[str, Any]], name: str = "model.json") -> str:
