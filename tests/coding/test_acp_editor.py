@@ -46,7 +46,7 @@ async def test_reads_writes_and_commands_go_through_the_editor(cli: Cli) -> None
     work = cli.workspace
     (work / "app.py").write_text("print('on disk')\n")
     (cli.workspace.parent / "outside.txt").write_text("secret\n")
-    replies = [
+    replies: list[dict[str, Any]] = [
         {
             "tool_calls": [
                 call("read_file", "read", path="app.py"),
@@ -126,7 +126,7 @@ async def test_a_cancelled_command_kills_and_releases_its_terminal(cli: Cli) -> 
 
 
 async def test_a_command_past_its_deadline_is_killed_in_the_terminal(cli: Cli) -> None:
-    replies = [
+    replies: list[dict[str, Any]] = [
         {"tool_calls": [call("bash", "slow", command="sleep 30", timeout=0.5)]},
         {"text": "Too slow."},
     ]
@@ -144,7 +144,7 @@ async def test_a_command_past_its_deadline_is_killed_in_the_terminal(cli: Cli) -
 
 
 async def test_without_the_capabilities_the_disk_and_local_processes_are_used(cli: Cli) -> None:
-    replies = [
+    replies: list[dict[str, Any]] = [
         {"tool_calls": [call("write_file", "write", path="a.txt", content="local\n")]},
         {"tool_calls": [call("bash", "run", command="cat a.txt")]},
         {"text": "Done."},

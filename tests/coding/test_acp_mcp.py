@@ -87,7 +87,7 @@ def commands_of(updates: list[Any]) -> list[str]:
 
 
 async def test_the_editors_stdio_server_is_connected_and_its_tool_called(cli: Cli) -> None:
-    answers = [
+    answers: list[dict[str, Any]] = [
         {"tool_calls": [("mcp__weather__forecast", {"city": "Lisbon"})]},
         {"text": "Sunny in Lisbon."},
         {"text": "1. Sunglasses"},

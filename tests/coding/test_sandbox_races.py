@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -200,12 +200,13 @@ async def test_fifos_are_refused_before_they_are_opened(places: tuple[Path, Path
     os.mkfifo(inside / "pipe")
     space = confined(inside)
     with anyio.fail_after(10):  # opening it would block until a writer came
-        for tool, arguments in (
+        cases: list[tuple[Any, dict[str, Any]]] = [
             (ReadFile(space), {"path": "pipe"}),
             (EditFile(space), {"path": "pipe", "old": "a", "new": "b"}),
             (WriteFile(space), {"path": "pipe", "content": "x"}),
             (Grep(space, backend="python"), {"pattern": "x", "path": "pipe"}),
-        ):
+        ]
+        for tool, arguments in cases:
             result = await call(tool, **arguments)
             assert result.is_error and "FIFO" in text_of(result), tool.name
         searched = await call(Grep(space, backend="python"), pattern="x")
