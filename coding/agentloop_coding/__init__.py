@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         open_store as open_store,
     )
     from ._toolbox import coding_tools as coding_tools
+    from ._trust import CommandTrust as CommandTrust
     from ._workspace import Editor as Editor, Workspace as Workspace
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "BashSettings",
     "CodingSession",
     "CodingTool",
+    "CommandTrust",
     "Config",
     "ConfigError",
     "EditFile",
@@ -170,6 +172,7 @@ _WHERE: dict[str, str] = {
     "list_sessions": "._session",
     "open_store": "._session",
     "coding_tools": "._toolbox",
+    "CommandTrust": "._trust",
     "ToolInputError": "._errors",
     "Editor": "._workspace",
     "Workspace": "._workspace",

@@ -99,6 +99,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         approval: ``"enabled"`` (ask about every call), ``"smart"`` (ask about calls that
             change something) or ``"bypassed"`` (never ask).
         trusted_tools: tools whose calls run without asking, from the start of each session.
+        trusted_commands: ``bash`` commands that run without asking: each a prefix of words,
+            matching only a simple command (see ``agentloop_coding._trust``).
         plan: start sessions in plan mode (read-only tools, a plan as the answer).
         thinking: how much reasoning to ask of the model.
         sandbox: keep the file tools' paths inside the workspace (and ``roots``).
@@ -119,6 +121,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     model: str | None = None
     approval: ApprovalModeName = "smart"
     trusted_tools: list[str] = msgspec.field(default_factory=list)
+    trusted_commands: list[str] = msgspec.field(default_factory=list)
     plan: bool = False
     thinking: ThinkingName | None = None
     sandbox: bool = True
@@ -155,7 +158,15 @@ ENVIRONMENT: dict[str, str] = {
 """Environment variables and the keys they set."""
 
 USER_ONLY = frozenset(
-    {"trusted_tools", "roots", "sandbox", "sessions_dir", "bash.env_allow", "bash.env"}
+    {
+        "trusted_tools",
+        "trusted_commands",
+        "roots",
+        "sandbox",
+        "sessions_dir",
+        "bash.env_allow",
+        "bash.env",
+    }
 )
 """Keys a project file may not set (they would loosen safety, or move the user's data)."""
 

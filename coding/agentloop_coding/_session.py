@@ -9,7 +9,9 @@ end shows and changes:
   ``plan`` is the last plan made, ``execute_plan()`` switches back and gives the follow-up
   that carries it out;
 * ``approvals`` — the ``ApprovalGate``: its ``mode`` (enabled / smart / bypassed) and the tools
-  trusted for this session (``trust``/``distrust``); a person is asked through ``ask``, an
+  trusted for this session (``trust``/``distrust``); ``commands`` — the ``bash`` commands
+  trusted (``commands.trust("git status")``: "always allow this command", see ``_trust``);
+  a person is asked through ``ask``, an
   async function the front end sets (a modal, an ACP permission request, a terminal prompt).
   With no ``ask``, a call that needs approval is refused with a reason the model can read:
   the plumbing fails closed.
@@ -48,6 +50,7 @@ from ._keys import ApiKeys, default_model
 from ._prompt import system_prompt
 from ._recorder import FirstExchangeRecorder, new_session_id
 from ._toolbox import coding_tools
+from ._trust import CommandTrust
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -153,6 +156,7 @@ class CodingSession:
             session is only stored once it holds a real exchange (``recorded``).
         model: the model as a ``provider:model-id`` string.
         ask: asks a person about a tool call (set by the front end); ``None`` refuses.
+        commands: the ``bash`` commands that run without asking (``CommandTrust``).
         plan: the answer of the last run made in plan mode, if any.
     """
 
@@ -178,6 +182,10 @@ class CodingSession:
         self.session_id = session_id
         self.ask: AskFn | None = None
         self.plan: str | None = None
+        try:
+            self.commands = CommandTrust(config.trusted_commands)
+        except ValueError as exc:
+            raise ConfigError(f"trusted_commands: {exc}") from None
         agent.subscribe(self._on_event)
 
     # ---------------------------------------------------------------- making one
@@ -360,6 +368,9 @@ class CodingSession:
     # ---------------------------------------------------------------- internals
 
     async def _ask(self, call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if call.name == "bash" and self.commands.allows(str(arguments.get("command", ""))):
+            return True  # a trusted command: nobody needs to be asked
         ask = self.ask
         if ask is None:
             return Rejected(reason=NO_APPROVER)

@@ -69,11 +69,11 @@ def test_a_project_file_cannot_loosen_safety(dirs: tuple[Path, Path]) -> None:
     work, user = dirs
     (work / ".agentloop.toml").write_text(
         'approval = "bypassed"\nsandbox = false\ntrusted_tools = ["bash"]\nroots = ["/"]\n'
-        '[bash]\nenv_allow = ["*"]\n'
+        'trusted_commands = ["rm"]\n[bash]\nenv_allow = ["*"]\n'
     )
     loaded = load_config(work, environ={}, user_file=user)
     assert loaded.config == Config()
-    assert len(loaded.warnings) == 5
+    assert len(loaded.warnings) == 6
     assert all("ignored" in w for w in loaded.warnings)
     # Stricter is fine.
     (work / ".agentloop.toml").write_text('approval = "enabled"\n')

@@ -254,3 +254,46 @@ async def test_paths_reach_the_tools_as_the_model_gave_them(tmp_path: Path) -> N
     assert not results(result)["write_file"].is_error
     assert (tmp_path / "work" / " lead.txt").read_text() == "x"
     assert not (tmp_path / "work" / "lead.txt").exists()
+
+
+# --------------------------------------------------------------------------- trusted commands
+
+
+async def test_a_trusted_command_runs_unasked_and_nothing_chained_to_it_does(
+    tmp_path: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def ask(call: al.ToolCall, tool: object) -> bool:
+        asked.append(call.arguments["command"])
+        return False
+
+    commands = [
+        "echo hello  there",  # trusted by its prefix
+        "echoes",  # another command
+        "echo hi; touch chained",  # chained to a trusted one: asked
+        "echo hi > clobbered",  # redirected: asked
+        "echo $(touch substituted)",  # a substitution: asked
+    ]
+    calls = [("bash", {"command": c}) for c in commands]
+    session = await start(
+        tmp_path,
+        [reply_tool_calls(*calls), reply_text("done")],
+        config=Config(trusted_commands=["echo  hello"]),
+        ask=ask,
+    )
+    assert session.commands.prefixes == ["echo hello"]
+    result = await session.agent.prompt("look")
+    assert asked == commands[1:]
+    (ran,) = [m for m in result.messages if isinstance(m, al.ToolResultMessage) and not m.is_error]
+    assert ran.text == "hello there\n[exit code 0]"
+    leftovers = ("chained", "clobbered", "substituted")
+    assert not any((tmp_path / "work" / name).exists() for name in leftovers)
+    session.commands.trust("git stash")
+    assert session.commands.allows("git stash list") and not session.commands.allows("git")
+    session.commands.distrust("git stash")
+    assert not session.commands.allows("git stash list")
+    with pytest.raises(ValueError, match="simple command"):
+        session.commands.trust("make && make install")
+    with pytest.raises(ConfigError, match="trusted_commands"):
+        await start(tmp_path, [], config=Config(trusted_commands=["a | b"]))
