@@ -71,6 +71,7 @@ from ._acp_session import Hosted, host
 from ._acp_transport import StdioTransport
 from ._acp_updates import UpdateMapper, call_content, history_updates
 from ._config import ConfigError
+from ._errors import ToolInputError
 from ._keys import default_model
 
 if TYPE_CHECKING:
@@ -324,9 +325,7 @@ class AcpServer:
             arguments = call.arguments if isinstance(call.arguments, dict) else {}
             if call.name == "edit_file":
                 details = {
-                    "path": session.workspace.display(
-                        session.workspace.resolve(str(arguments.get("path", "") or "."))
-                    ),
+                    "path": _shown_path(session, arguments.get("path")),
                     "old_text": arguments.get("old"),
                     "new_text": arguments.get("new"),
                 }
@@ -367,6 +366,14 @@ class AcpServer:
         with anyio.CancelScope(shield=True), anyio.move_on_after(15):
             for session_id in list(self.hosted):
                 await self._close(session_id)
+
+
+def _shown_path(session: CodingSession, path: Any) -> str:
+    """A call's path as the workspace shows it (as given, when it cannot be resolved)."""
+    try:
+        return session.workspace.display(session.workspace.resolve(str(path or ".")))
+    except ToolInputError:
+        return str(path)
 
 
 def _failures_meta(hosted: Hosted) -> dict[str, Any] | None:

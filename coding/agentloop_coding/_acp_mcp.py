@@ -197,8 +197,9 @@ class McpServers:
         return result
 
     def _on_event(self, event: Any) -> None:
-        kind = getattr(event, "kind", None)
-        if type(event).__name__ == "ListChanged" and kind == "prompts":
+        from agentloop_mcp import ListChanged  # imported already: the group sends events
+
+        if isinstance(event, ListChanged) and event.kind == "prompts":
             self.on_prompts_changed()
 
     async def prompt_commands(self) -> list[Any]:

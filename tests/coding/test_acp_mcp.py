@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.anyio
 
 FEATURES = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "features_server.py"
+PROMPTS = Path(__file__).resolve().parent / "servers" / "prompts_server.py"
 WEATHER = McpServerStdio(
     name="weather", command=sys.executable, args=["-m", "agentloop_mcp.demo_server"], env=[]
 )
@@ -240,3 +241,22 @@ async def test_without_the_editors_elicitation_a_server_is_declined_with_a_reaso
     assert asked["action"] == "decline"
     assert "no user" in asked["meta"]["io.agentloop/reason"]
     assert not editor.elicitations
+
+
+async def test_commands_are_sent_again_when_a_servers_prompts_change(cli: Cli) -> None:
+    prompts = McpServerStdio(name="prompts", command=sys.executable, args=[str(PROMPTS)], env=[])
+    replies = [call("mcp__prompts__add_prompt", {"name": "farewell"}), {"text": "Added."}]
+    async with anyio.create_task_group() as tg:
+        editor = Editor(tg)
+        editor.watch = lambda u: (
+            isinstance(u, AvailableCommandsUpdate)
+            and "mcp__prompts__farewell" in [c.name for c in u.available_commands]
+        )
+        editor.answer = lambda call: "allow"
+        with anyio.fail_after(90):
+            async with connect(cli, editor, model=script(cli, replies)) as (conn, _, _):
+                new = await conn.new_session(cwd=str(cli.workspace), mcp_servers=[prompts])
+                assert await prompt(conn, new.session_id, "add one") == "end_turn"
+                await editor.seen.wait()
+                assert "mcp__prompts__hello" in commands_of(editor.updates)
+        tg.cancel_scope.cancel()
