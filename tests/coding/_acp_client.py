@@ -24,6 +24,7 @@ from acp.schema import (
     DeclineElicitationResponse,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
+    ElicitationUrlCapabilities,
     FileSystemCapabilities,
     KillTerminalResponse,
     ReadTextFileResponse,
@@ -105,9 +106,11 @@ class Editor:
         fs: bool = False,
         terminal: bool = False,
         elicitation: bool = False,
+        url_elicitation: bool = False,
     ) -> None:
         self.tg = tg
         self.fs, self.terminal, self.elicitation = fs, terminal, elicitation
+        self.url_elicitation = url_elicitation
         self.updates: list[Any] = []
         self.permissions: list[Any] = []
         self.answer: Callable[[Any], str] = lambda call: "allow"
@@ -124,8 +127,11 @@ class Editor:
         return ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
             terminal=self.terminal,
-            elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities())
-            if self.elicitation
+            elicitation=ElicitationCapabilities(
+                form=ElicitationFormCapabilities() if self.elicitation else None,
+                url=ElicitationUrlCapabilities() if self.url_elicitation else None,
+            )
+            if self.elicitation or self.url_elicitation
             else None,
         )
 

@@ -260,3 +260,43 @@ async def test_commands_are_sent_again_when_a_servers_prompts_change(cli: Cli) -
                 await editor.seen.wait()
                 assert "mcp__prompts__hello" in commands_of(editor.updates)
         tg.cancel_scope.cancel()
+
+
+async def test_url_and_form_requests_are_put_to_the_editor_as_acp_elicitations() -> None:
+    # The bridge on its own: a URL request cannot come from the test servers over the
+    # 2026-era protocol (no server-to-client requests), which ``auto`` connections speak.
+    from acp.schema import (
+        AcceptElicitationResponse,
+        ElicitationCapabilities,
+        ElicitationUrlCapabilities,
+    )
+
+    from agentloop_coding._acp_mcp import McpServers
+    from agentloop_mcp import ElicitationRequest
+
+    asked: list[tuple[str, Any]] = []
+
+    class Conn:
+        async def create_elicitation(self, message: str, mode: Any) -> Any:
+            asked.append((message, mode))
+            return AcceptElicitationResponse(action="accept")
+
+    url_only = ElicitationCapabilities(url=ElicitationUrlCapabilities())
+    servers = McpServers(
+        [], "/", Conn(), "s1", elicitation=url_only, on_prompts_changed=lambda: None
+    )
+    request = ElicitationRequest(
+        server="auth",
+        mode="url",
+        message="Sign in",
+        url="https://example.com/login",
+        elicitation_id="login-1",
+    )
+    answer = await servers._elicit(request)
+    assert answer.action == "accept"
+    ((message, mode),) = asked
+    assert message == "auth: Sign in" and mode.session_id == "s1"
+    assert (str(mode.url), mode.elicitation_id) == ("https://example.com/login", "login-1")
+    form = ElicitationRequest(server="auth", mode="form", message="Who?", schema={})
+    refused = await servers._elicit(form)  # this editor shows URLs only
+    assert refused.action == "decline" and "does not show form requests" in (refused.reason or "")
