@@ -193,7 +193,14 @@ class McpServers:
         group, self.group = self.group, None
         if group is None:
             return None
-        result: bool | None = await group.__aexit__(exc_type, exc, tb)
+        try:
+            result: bool | None = await group.__aexit__(exc_type, exc, tb)
+        except Exception:
+            if exc is not None:
+                raise
+            # Stopping the servers failed: logged; the ACP server itself goes on.
+            log.exception("stopping the MCP servers of session %s failed", self.session_id)
+            return None
         return result
 
     def _on_event(self, event: Any) -> None:

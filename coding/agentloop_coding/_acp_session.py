@@ -222,7 +222,10 @@ async def host(
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
                 session.agent.abort()
                 await session.agent.wait_idle()
-                await session.aclose()
+                try:
+                    await session.aclose()
+                except Exception:  # the server goes on: one session's provider is not it
+                    log.exception("closing the provider of session %s failed", session_id)
             if holder:
                 holder[0].done.set()
 
