@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     )
     from ._toolbox import coding_tools as coding_tools
     from ._trust import CommandTrust as CommandTrust
+    from ._waiting import WaitingNotice as WaitingNotice
     from ._workspace import Editor as Editor, Workspace as Workspace
 
 __all__ = [
@@ -117,6 +118,7 @@ __all__ = [
     "TextRenderer",
     "ToolInputError",
     "ToolKind",
+    "WaitingNotice",
     "Workspace",
     "WriteFile",
     "coding_tools",
@@ -174,6 +176,7 @@ _WHERE: dict[str, str] = {
     "coding_tools": "._toolbox",
     "CommandTrust": "._trust",
     "ToolInputError": "._errors",
+    "WaitingNotice": "._waiting",
     "Editor": "._workspace",
     "Workspace": "._workspace",
 }

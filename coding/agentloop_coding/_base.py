@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
+"""What kind of action a coding tool's call is (ACP's tool kinds, which editors show)."""
 
 NOT_PATH: dict[str, Any] = {"type": "string", "format": "not-path"}
 """A string parameter that is not a file name (the sandbox policy leaves it alone)."""
@@ -78,6 +79,7 @@ class CodingTool(Tool):
             return value
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run the call (``run``); a bad input or a file-system error becomes an error result."""
         try:
             return await self.run(arguments, on_update)
         except ToolInputError as exc:
@@ -86,6 +88,13 @@ class CodingTool(Tool):
             return AgentToolResult.error(describe_os_error(exc, str(exc.filename or self.name)))
 
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
+        """Do the tool's work with the validated ``arguments`` (a subclass implements it).
+
+        Raises:
+            ToolInputError: the arguments cannot be acted on (the model reads why).
+            OSError: a file-system failure (the model reads a description of it).
+            NotImplementedError: the subclass did not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
 
     @staticmethod

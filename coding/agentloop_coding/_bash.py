@@ -142,7 +142,9 @@ class Bash(CodingTool):
         return f"Run {first[:80]}"
 
     def argv(self, command: str) -> list[str]:
-        """The program and arguments that run ``command`` (under the limits, if any)."""
+        """The program and arguments that run ``command``: ``shell -c command`` (bash when
+        installed, else ``/bin/sh``), started by the limits' launcher when there are limits.
+        """
         shell = self.shell or shutil.which("bash") or "/bin/sh"
         argv = [shell, "-c", command]
         if self.limits:

@@ -30,6 +30,7 @@ from agentloop_policies import ALWAYS_ALLOW
 from ._config import ConfigError
 from ._render import TextRenderer
 from ._session import CodingSession, list_sessions, open_store
+from ._waiting import WaitingNotice
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -140,12 +141,17 @@ async def run_prompt(
 
     renderer = TextRenderer(title, verbose=verbose)
     interrupted: list[int] = []
+    stream_fn = session.agent.stream_fn
+    where = getattr(stream_fn, "base_url", None) or session.model
+    waiting = WaitingNotice(where, lambda line: writer.write([("err", f"agentloop: {line}\n")]))
     try:
         async with anyio.create_task_group() as tg:
             if handle_signals:
                 tg.start_soon(_watch_signals, session, interrupted)
+            tg.start_soon(waiting.run)
             async with session.agent.stream(prompt) as events:
                 async for event in events:
+                    waiting.feed(event)
                     if json_lines:
                         writer.json(event)
                     else:

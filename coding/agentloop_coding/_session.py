@@ -66,12 +66,14 @@ if TYPE_CHECKING:
 __all__ = ["NO_APPROVER", "CodingSession", "Mode", "list_sessions", "open_store"]
 
 Mode: TypeAlias = Literal["execute", "plan"]
+"""A session's mode: ``"plan"`` (read-only tools, a plan as the answer) or ``"execute"``."""
 
 NO_APPROVER = (
     "This call needs the user's approval and no one is there to give it, so it was not run. "
     "Say what you wanted to do; the user can allow it (approval mode 'bypassed', or trusting "
     "the tool) and run again."
 )
+"""What the model is told of a call that needs approval when no one can give it (headless)."""
 
 _NO_MODEL = (
     "no model is configured: pass -m provider:model-id (e.g. anthropic:claude-sonnet-4-5), "

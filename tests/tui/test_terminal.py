@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests._programs import require
 from tests.coding._cli_helpers import AGENTLOOP, Cli
 from tests.coding._fake_openai import running_fake_openai
 
@@ -152,8 +153,7 @@ def _end(pid: int, timeout: float = 10) -> None:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    if TMUX is None:
-        pytest.fail("tmux is not installed: the real-terminal test needs it (apt-get install tmux)")
+    require("tmux", "apt-get install tmux")  # ``.ci/run`` installs it
     session = Tmux(f"agentloop-{uuid.uuid4().hex[:8]}")
     try:
         yield session

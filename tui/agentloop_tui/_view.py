@@ -116,6 +116,7 @@ class Conversation:
         self._added.append(entry)
 
     def touch(self, entry: Entry) -> None:
+        """Mark ``entry`` as changed, so the display redraws it."""
         self._changed.add(entry.id)
 
     def notice(self, text: str, *, level: Literal["info", "warning", "error"] = "info") -> None:
@@ -327,6 +328,7 @@ class Conversation:
     # ---------------------------------------------------------------- tool blocks
 
     def tool_entries(self) -> list[ToolEntry]:
+        """The tool blocks, in order."""
         return [e for e in self.entries if isinstance(e, ToolEntry)]
 
     def tick(self) -> list[ToolEntry]:
@@ -382,4 +384,5 @@ class Conversation:
                 self.touch(entry)
 
     def last_answer(self) -> AssistantEntry | None:
+        """The latest answer of the assistant, if any."""
         return next((e for e in reversed(self.entries) if isinstance(e, AssistantEntry)), None)
