@@ -184,8 +184,10 @@ async def host(
     """Host one ACP session until it is closed (module docs).
 
     Raises:
-        ConfigError, UnknownModel, SessionNotFound, ValueError: before the session is
-            started (``task_status.started`` is not reached), from ``CodingSession.start``.
+        ConfigError: from ``CodingSession.start``, before ``task_status.started``.
+        UnknownModel: likewise.
+        SessionNotFound: likewise (a session to load that is not stored).
+        ValueError: likewise (a session id taken).
     """
     holder: list[Hosted] = []
 
