@@ -232,10 +232,6 @@ class AcpServer:
             field_meta=_failures_meta(hosted),
         )
 
-    async def close_session(self, session_id: str, **kwargs: Any) -> None:
-        self._hosted(session_id)
-        await self._close(session_id)
-
     async def _close(self, session_id: str) -> None:
         hosted = self.hosted.pop(session_id, None)
         if hosted is not None:
