@@ -122,6 +122,13 @@ async def test_the_editors_stdio_server_is_connected_and_its_tool_called(cli: Cl
                     # A server's prompt as a slash command: its text goes to the model.
                     command = "/mcp__weather__packing Lisbon 2"
                     assert await prompt(conn, new.session_id, command) == "end_turn"
+
+                    # Loaded again (with its servers), the session's former servers stop.
+                    await conn.load_session(
+                        cwd=str(cli.workspace), session_id=new.session_id, mcp_servers=[WEATHER]
+                    )
+                    await wait_gone(server)
+                    (server,) = [p for p, c in children(process.pid) if "demo_server" in c]
         tg.cancel_scope.cancel()
         await wait_gone(server)  # the session's server stopped with the agent
     offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
