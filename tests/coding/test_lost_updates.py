@@ -9,6 +9,7 @@ task), on both backends.
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,7 +169,7 @@ def check(root: Path, calls: list[al.ToolCall], results: list[al.ToolResultMessa
 
 
 @settings(
-    max_examples=int(__import__("os").environ.get("AGENTLOOP_LOST_UPDATE_EXAMPLES", "100")),
+    max_examples=int(os.environ.get("AGENTLOOP_LOST_UPDATE_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
