@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -58,7 +57,7 @@ def confined(inside: Path) -> Workspace:
 # runs (a thread of this process would wait for the GIL, and swap only between their steps).
 SWAPPER = r"""
 import contextlib, ctypes, os, sys
-kind, target, outside, ready = sys.argv[1:]
+kind, target, outside = sys.argv[1:]
 other = target + ".other"
 # The other state, made once: a link to the outside (or a FIFO), or a regular file.
 if kind == "fifo":
@@ -69,7 +68,7 @@ else:
 exchange = ctypes.CDLL(None, use_errno=True).renameat2
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 a, b = target.encode(), other.encode()
-open(ready, "w").close()
+print("ready", flush=True)
 while True:
     if exchange(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
         raise OSError(ctypes.get_errno(), "renameat2")
@@ -81,19 +80,19 @@ def swapping(kind: str, target: Path, outside: Path) -> Iterator[None]:
     """Swap ``target`` for a link to ``outside`` and back, atomically, in another process,
     until the block ends. ``kind``: ``file``, ``dir``, or ``fifo`` (a FIFO instead of the
     link)."""
-    ready = target.with_name(f".racer-ready-{target.name}")
     racer = subprocess.Popen(
-        [sys.executable, "-c", SWAPPER, kind, str(target), str(outside), str(ready)]
+        [sys.executable, "-c", SWAPPER, kind, str(target), str(outside)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    try:
-        # Polled: the racer's start is another process's, with nothing to wait on.
-        while not ready.exists():
-            assert racer.poll() is None, "the racer did not start"
-            time.sleep(0.01)
-        yield
-    finally:
-        racer.kill()
-        racer.wait()
+    assert racer.stdout is not None
+    with racer.stdout:
+        try:
+            assert racer.stdout.readline() == "ready\n", "the racer did not start"
+            yield
+        finally:
+            racer.kill()
+            racer.wait()
     assert racer.returncode == -signal.SIGKILL  # it raced to the end
 
 
