@@ -179,9 +179,8 @@ async def run_prompt(
 
 
 async def _latest_here(config: Config, root: str) -> str:
-    for info in await list_sessions(config):
-        if info.metadata.get("cwd") == root:
-            return info.id
+    for info in await list_sessions(config, workspace=root):
+        return info.id
     raise ConfigError(f"no stored session for {root} to resume (agentloop sessions lists them)")
 
 
@@ -235,6 +234,6 @@ async def run_headless(
         code = await run_prompt(session, prompt, json_lines=json_lines, verbose=verbose)
     finally:
         await session.aclose()
-    if session.session_id is not None:
+    if session.recorded:
         print(f"session: {session.session_id}", file=sys.stderr)
     return code

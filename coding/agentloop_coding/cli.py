@@ -105,6 +105,13 @@ def load_settings(args: argparse.Namespace) -> LoadedConfig:
     loaded = load_config(args.cwd, overrides=overrides, user_file=args.config)
     for warning in loaded.warnings:
         print(f"agentloop: warning: {warning}", file=sys.stderr)
+    if not loaded.config.sandbox:
+        where = loaded.sources.get("sandbox", "the configuration")
+        print(
+            f"agentloop: warning: the sandbox is off ({where}): the file tools can read and "
+            "change any file you can",
+            file=sys.stderr,
+        )
     if args.trust:
         unknown = [name for name in args.trust if name not in TOOL_NAMES]
         if unknown:
