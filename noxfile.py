@@ -97,6 +97,52 @@ def mcp_conformance(session: nox.Session) -> None:
     session.run("python", "tests/mcp/conformance/run.py", *session.posargs)
 
 
+# The range of agent-client-protocol that ``agentloop acp`` supports (pyproject's [coding]):
+# both ends are installed and the ACP tests run against each.
+ACP_RANGE = ["0.12.0", "0.12.1"]
+
+
+@nox.session(name="acp-range")
+@nox.parametrize("acp", ACP_RANGE)
+def acp_range(session: nox.Session, acp: str) -> None:
+    """The ACP server's tests against each end of the supported agent-client-protocol range."""
+    _install(session)
+    session.install(f"agent-client-protocol=={acp}")
+    session.run(
+        "pytest",
+        "tests/coding/test_acp.py",
+        "tests/coding/test_acp_protocol.py",
+        "tests/coding/test_acp_editor.py",
+        "tests/coding/test_acp_mcp.py",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+    )
+
+
+@nox.session
+def races(session: nox.Session) -> None:
+    """The coding tools' sandbox races at full length: 1,000 swaps per tool, grep's included,
+    and the lost-update property with 1,000 examples."""
+    _install(session)
+    env = {
+        "AGENTLOOP_RACE_ITERATIONS": "1000",
+        "AGENTLOOP_RACE_PROCESS_ITERATIONS": "1000",
+        "AGENTLOOP_LOST_UPDATE_EXAMPLES": "1000",
+    }
+    session.run(
+        "pytest",
+        "tests/coding/test_sandbox_races.py",
+        "tests/coding/test_lost_updates.py",
+        "-p",
+        "no:cacheprovider",
+        "--timeout",
+        "1800",
+        *session.posargs,
+        env=env,
+    )
+
+
 @nox.session(name="bench-smoke")
 def bench_smoke(session: nox.Session) -> None:
     """Every benchmark, briefly, to show that they still run."""

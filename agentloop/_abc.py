@@ -114,9 +114,12 @@ class AgentTool(Protocol):
     requires_approval: bool
     read_only: bool
 
-    async def execute(
-        self, call_id: str, arguments: Any, on_update: OnUpdate
-    ) -> AgentToolResult: ...
+    async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run one call with ``arguments`` (already validated); ``on_update`` reports progress.
+
+        Raises:
+            Exception: anything; the loop turns it into an error result the model reads.
+        """
 
 
 @runtime_checkable
@@ -128,7 +131,8 @@ class Toolset(Protocol):
     elsewhere. A ``name`` attribute, if any, names the toolset in errors.
     """
 
-    def get_tools(self) -> Sequence[AgentTool]: ...
+    def get_tools(self) -> Sequence[AgentTool]:
+        """The tools this toolset offers now (cheap, never blocking)."""
 
 
 # --------------------------------------------------------------------------- context
@@ -234,7 +238,8 @@ class PreTurnPolicy(Protocol):
     ``fail_open = True``.
     """
 
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
+        """The verdict before this model call."""
 
 
 class PreDispatchPolicy(Protocol):
@@ -243,7 +248,8 @@ class PreDispatchPolicy(Protocol):
     A policy that raises rejects the call (fail closed) unless it declares ``fail_open = True``.
     """
 
-    def evaluate(self, ctx: DispatchContext) -> DispatchVerdict: ...
+    def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:
+        """The verdict on the call ``ctx.call``."""
 
 
 class PostTurnPolicy(Protocol):
@@ -254,13 +260,15 @@ class PostTurnPolicy(Protocol):
     loop keeps running meanwhile, and an abort cancels the wait at once.
     """
 
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict | Awaitable[PolicyVerdict]: ...
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict | Awaitable[PolicyVerdict]:
+        """The verdict on the turn just ended (``ctx.message``, ``ctx.tool_results``)."""
 
 
 class PostLoopPolicy(Protocol):
     """When the run would end: ``Continue``, ``Stop`` or ``Inject`` (which goes on)."""
 
-    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict: ...
+    def evaluate(self, ctx: PolicyContext) -> PolicyVerdict:
+        """The verdict when the run would end."""
 
 
 ApprovalCallback = Callable[[ToolCall, AgentTool | None], Awaitable[ApprovalDecision]]

@@ -75,7 +75,9 @@ __all__ = ["Agent", "AgentInput", "SystemPrompt"]
 U = TypeVar("U")
 _KEEP: Any = object()  # ``override``'s "leave as it is"
 AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
+"""What a prompt may be: text (a user message), one message, or several messages."""
 SystemPrompt: TypeAlias = str | Callable[[], str | Awaitable[str]]
+"""A system prompt: text, or a function (sync or async) called at the start of every turn."""
 
 
 def _resolve(model: str | ModelSpec, stream_fn: StreamFn | None) -> tuple[ModelSpec, StreamFn]:
@@ -325,6 +327,7 @@ class Agent(
 
     @property
     def is_running(self) -> bool:
+        """Whether a run is in progress (``prompt``, ``stream`` or ``continue_run``)."""
         return self._running
 
     @property
@@ -344,6 +347,7 @@ class Agent(
         return acc.snapshot() if acc is not None else None
 
     def set_system_prompt(self, prompt: SystemPrompt) -> None:
+        """Use ``prompt`` from the next turn on (text, or a function called every turn)."""
         self.system_prompt = prompt
 
     def set_model(self, model: str | ModelSpec) -> None:
@@ -360,9 +364,13 @@ class Agent(
             self.model = model
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
+        """Ask the model for this much reasoning from the next call on (each provider maps the
+        level to its API: a token budget, an effort, on or off).
+        """
         self.model = msgspec.structs.replace(self.model, thinking_level=level)
 
     def set_tools(self, tools: Iterable[AgentTool]) -> None:
+        """Replace every registered tool with ``tools``."""
         self._tools = {t.name: t for t in tools}
         self._tool_index = None
 
@@ -377,16 +385,19 @@ class Agent(
         return self._tools.pop(name, None) is not None
 
     def replace_messages(self, messages: Iterable[AgentMessage]) -> None:
+        """Make ``messages`` the whole history (not while a run is in progress)."""
         self._messages = list(messages)
         self._history = None
 
     def append_messages(self, messages: Iterable[AgentMessage]) -> None:
+        """Add ``messages`` at the end of the history, as they are (no model call)."""
         if self._history is not None:
             self._history.extend(messages)
         else:
             self._messages.extend(messages)
 
     def clear_messages(self) -> None:
+        """Forget the whole history."""
         self._messages = []
         self._history = None
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentQueues", "QueueMode", "QueuePoll"]
 
 QueueMode: TypeAlias = Literal["one_at_a_time", "all"]
+"""How a run takes queued messages: ``"one_at_a_time"`` (one per turn) or ``"all"`` at once."""
 
 
 class AgentQueues:

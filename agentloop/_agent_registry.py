@@ -46,6 +46,7 @@ class AgentHandle:
 
     @property
     def done(self) -> bool:
+        """Whether the run has ended."""
         return self._done.is_set()
 
     async def wait(self) -> AgentResult[Any]:
@@ -117,6 +118,7 @@ class AgentRegistry:
 
     @property
     def names(self) -> list[str]:
+        """The names of the registered agents, in the order they were added."""
         return list(self._agents)
 
     async def __aenter__(self) -> Self:

@@ -80,16 +80,21 @@ class TransformContext:
 
 
 ConvertToLlm: TypeAlias = Callable[[AgentMessage], LlmMessage | None]
+"""Maps a message of the history to what the model sees, or ``None`` to leave it out."""
 Transform: TypeAlias = Callable[[list[AgentMessage], TransformContext], list[AgentMessage]]
+"""Shapes the messages of each request (trims, summarises); returns a new list."""
 AsyncTransform: TypeAlias = Callable[
     [list[AgentMessage], TransformContext], Awaitable[list[AgentMessage]]
 ]
+"""A ``Transform`` that awaits (a summariser calling a model, say)."""
 MessageSource: TypeAlias = Callable[[], Awaitable[Sequence[AgentMessage]]]
+"""Gives the messages waiting in a queue (steering, follow-ups), taking them; may give none."""
 SteeringInterrupt: TypeAlias = Literal["now", "after_call"]
 """When steering cuts into a running batch: ``"now"`` or ``"after_call"`` (a call ends)."""
 ToolExecution: TypeAlias = (
     Literal["concurrent", "sequential"] | Callable[[Sequence[ToolCall]], Sequence[Sequence[int]]]
 )
+"""How a batch of calls runs: all at once, one by one, or in groups of indexes (a function)."""
 
 
 def default_convert_to_llm(message: AgentMessage) -> LlmMessage | None:
@@ -134,8 +139,10 @@ class AgentLoopConfig:
             ``"after_call"``: when a running call ends, the others are cancelled (a lone slow
             call runs to its end first).
         get_follow_up_messages: polled when the run would otherwise end.
-        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies:
-            see ``agentloop._policy``.
+        pre_turn_policies: checked before each model call (see ``agentloop.policy``).
+        pre_dispatch_policies: checked for each tool call before it runs.
+        post_turn_policies: checked after each turn.
+        post_loop_policies: checked when the run would end.
         approval: asked about each tool call that passed the pre-dispatch policies.
         tool_execution: ``"concurrent"`` (default), ``"sequential"``, or a function that
             partitions a batch (by index) into groups run one after another.

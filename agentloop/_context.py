@@ -82,9 +82,11 @@ class EstimatingCounter:
         self.message_overhead = message_overhead
 
     def count_text(self, text: str) -> int:
+        """Tokens in ``text``: its length over ``chars_per_token``, rounded up."""
         return -int(-len(text) // self.chars_per_token)
 
     def count(self, message: AgentMessage) -> int:
+        """Tokens in ``message``: its text, tool calls and images, plus ``message_overhead``."""
         chars = 0
         images = 0
         if isinstance(message, CustomMessage):

@@ -409,16 +409,57 @@ class Batch:
 
         Each call is a child task of the run's task group, in the cancel scope of its own task
         handle; a group ends when every one of its calls' tasks has finished (a call cancelled
-        by steering, or whose sibling's steering hook failed, included).
+        by steering, or whose sibling's steering hook failed, included). One coroutine: a run
+        parked in its calls keeps one frame here.
         """
         if not ready:
             return
         run = self.run
+        config = run.config
         try:
-            if run.config.steering_interrupt == "now":
-                await self._steering_before_start()
-            if not self.interrupted:
-                await self._execute_groups(ready)
+            if config.steering_interrupt == "now" and config.get_steering_messages is not None:
+                queue = run.steering_queue
+                if queue is None or queue.has_messages():
+                    await self._steering_before_start()
+            strategy = config.tool_execution
+            if strategy == "concurrent":
+                groups: Sequence[Sequence[_Slot]] = [ready]
+            elif strategy == "sequential":
+                groups = [[slot] for slot in ready]
+            else:
+                groups = self._partition(ready, strategy)
+            limit = config.max_concurrent_tools
+            limiter = anyio.CapacityLimiter(limit) if limit else None
+            tasks = run.tasks
+            assert tasks is not None, "a batch runs inside its run's task group"
+            scope = run.scope
+            for group in groups:
+                if self.interrupted:
+                    break
+                if scope.cancel_called:
+                    # Aborted (by a callback, with no await since): no call of this group
+                    # starts. A cancellation while a group runs is raised by the wait for its
+                    # calls; one after the last group is seen as the turn ends.
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                for slot in group:
+                    # ``create_task`` with a name: ``start_soon`` would derive one per call.
+                    slot.task = tasks.create_task(
+                        self._run_call(slot, limiter), name=slot.call.name
+                    )
+                for slot in group:
+                    if not slot.finished:
+                        assert slot.task is not None
+                        await slot.task.wait()
+                if self.failure is not None:
+                    raise self.failure
+                for slot in group:
+                    if not slot.ended and not slot.cancelled:
+                        # Its task was cancelled from outside the batch (an abort, the caller)
+                        # and ended before this task was told: the cancellation is raised here,
+                        # before any result is committed (else the call would have a result
+                        # and no end).
+                        await anyio.lowlevel.checkpoint_if_cancelled()
+                        self._end(slot, AgentToolResult.error(ABORTED))
         finally:
             self.done = True
         if self.interrupted:
@@ -430,56 +471,12 @@ class Batch:
 
     async def _steering_before_start(self) -> None:
         """Steering that arrived while the model answered: none of the calls starts."""
-        queue = self.run.steering_queue
-        if self.run.config.get_steering_messages is None or (
-            queue is not None and not queue.has_messages()
-        ):
-            return
         try:
             await self._poll_steering()
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             raise HookFailed.wrap("get_steering_messages", exc) from exc
-
-    async def _execute_groups(self, ready: list[_Slot]) -> None:
-        run = self.run
-        strategy = run.config.tool_execution
-        if strategy == "concurrent":
-            groups: Sequence[Sequence[_Slot]] = [ready]
-        elif strategy == "sequential":
-            groups = [[slot] for slot in ready]
-        else:
-            groups = self._partition(ready, strategy)
-        limit = run.config.max_concurrent_tools
-        limiter = anyio.CapacityLimiter(limit) if limit else None
-        tasks = run.tasks
-        assert tasks is not None, "a batch runs inside its run's task group"
-        scope = run.scope
-        for group in groups:
-            if self.interrupted:
-                break
-            if scope.cancel_called:
-                # Aborted (by a callback, with no await since): no call of this group starts.
-                # A cancellation while a group runs is raised by the wait for its calls; one
-                # after the last group is seen as the turn ends.
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            for slot in group:
-                # ``create_task`` with a name: ``start_soon`` would derive one per call.
-                slot.task = tasks.create_task(self._run_call(slot, limiter), name=slot.call.name)
-            for slot in group:
-                if not slot.finished:
-                    assert slot.task is not None
-                    await slot.task.wait()
-            if self.failure is not None:
-                raise self.failure
-            for slot in group:
-                if not slot.ended and not slot.cancelled:
-                    # Its task was cancelled from outside the batch (an abort, the caller) and
-                    # ended before this task was told: the cancellation is raised here, before
-                    # any result is committed (else the call would have a result and no end).
-                    await anyio.lowlevel.checkpoint_if_cancelled()
-                    self._end(slot, AgentToolResult.error(ABORTED))
 
     def _partition(self, ready: list[_Slot], partition: Any) -> list[list[_Slot]]:
         calls = [s.call for s in ready]

@@ -162,6 +162,7 @@ class EventStream(Generic[OutputT]):
 
     @property
     def run(self) -> _Run:
+        """The run behind the stream (internal: ``Agent`` reaches the run's state through it)."""
         return self._run
 
     def steering_arrived(self) -> None:
@@ -329,7 +330,8 @@ async def run_loop(
     then propagates the cancellation.
 
     Raises:
-        NoMessages, InvalidContinue: with ``continue_=True``, as ``agent_loop_continue``.
+        NoMessages: with ``continue_=True``, the history is empty.
+        InvalidContinue: with ``continue_=True``, the last message is the assistant's.
     """
     if continue_:
         check_continue(context)

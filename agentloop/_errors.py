@@ -68,6 +68,8 @@ class ErrorKind(enum.StrEnum):
     application code it called raised (see ``HookFailed``). ``TOOL_NOT_CALLED``: the call
     forced a tool (``tool_choice``) and the model answered without calling one, which a server
     that cannot hold a model to a call lets happen; another sample may comply, so it is retried.
+    ``TIMEOUT``: the server took the request and sent nothing back in time (a provider's
+    ``first_byte_timeout``); not retried by default (``ExponentialBackoff(retry_timeouts=True)``).
     """
 
     THROTTLED = "throttled"
@@ -76,6 +78,7 @@ class ErrorKind(enum.StrEnum):
     NETWORK = "network"
     CONTENT_FILTERED = "content_filtered"
     TOOL_NOT_CALLED = "tool_not_called"
+    TIMEOUT = "timeout"
     OTHER = "other"
     HOOK = "hook"
 

@@ -91,7 +91,7 @@ class _Ev(
 
 
 class AgentStart(_Ev, frozen=True, tag="agent_start"):
-    pass
+    """A run begins: the first event of every run, exactly once, whatever happens after."""
 
 
 class AgentEnd(_Ev, frozen=True, tag="agent_end", gc=True):
@@ -101,6 +101,12 @@ class AgentEnd(_Ev, frozen=True, tag="agent_end", gc=True):
 
 
 class TurnStart(_Ev, frozen=True, tag="turn_start"):
+    """A turn begins: one model call and the tool calls it asks for.
+
+    Attributes:
+        turn: the turn's number in the run, from 0.
+    """
+
     turn: int = 0
 
 
@@ -145,6 +151,14 @@ class StreamRetry(_Ev, frozen=True, tag="stream_retry"):
 
 
 class ToolExecutionStart(_Ev, frozen=True, tag="tool_execution_start", gc=True):
+    """A tool call starts running (after validation, policies and approval let it).
+
+    Attributes:
+        call_id: the call's id, as the model gave it; its ``ToolExecutionEnd`` has the same.
+        name: the tool's name.
+        arguments: the arguments the tool gets (decoded JSON).
+    """
+
     call_id: str
     name: str
     arguments: Any = None
@@ -159,6 +173,16 @@ class ToolExecutionUpdate(_Ev, frozen=True, tag="tool_execution_update", gc=True
 
 
 class ToolExecutionEnd(_Ev, frozen=True, tag="tool_execution_end", gc=True):
+    """A tool call is over: exactly one per call, whether it ran, failed, was refused or cancelled.
+
+    Attributes:
+        call_id: the call's id, as in its ``ToolExecutionStart``.
+        name: the tool's name.
+        result: what the model will read.
+        is_error: whether ``result`` reports a failure (an exception, a timeout, a refusal, a
+            cancellation).
+    """
+
     call_id: str
     name: str
     result: AgentToolResult
@@ -267,3 +291,4 @@ AgentEvent: TypeAlias = (
     | TransferInitiated
     | TransferRejected
 )
+"""Any event a run emits (a tagged union: ``type`` names the class on the wire)."""

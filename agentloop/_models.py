@@ -34,6 +34,7 @@ __all__ = [
 log = logging.getLogger("agentloop.models")
 
 ENTRY_POINT_GROUP = "agentloop.providers"
+"""The entry-point group where packages register provider factories for model strings."""
 PROVIDERS_EXTRA = f'pip install "{DISTRIBUTION}[providers]"'
 
 
@@ -105,8 +106,9 @@ def resolve_model(model: str) -> ResolvedModel:
     """The ``ModelSpec`` and provider for a model string such as ``"openai:gpt-5"``.
 
     Raises:
-        UnknownModel: the string is malformed, or no installed provider has that name (the
-            message names the extra to install and the providers that are installed).
+        UnknownModel: the string is malformed, no installed provider has that name (the
+            message names the extra to install and the providers that are installed), or the
+            provider's settings are missing or invalid.
     """
     provider, model_id = split_model_string(model)
     factory = _registered.get(provider)
@@ -129,7 +131,11 @@ def resolve_model(model: str) -> ResolvedModel:
         if (exc.name or "").partition(".")[0].startswith("agentloop"):
             raise
         extras = list(getattr(entry, "extras", None) or ["providers"])
+        dist = getattr(getattr(entry, "dist", None), "name", None) or DISTRIBUTION
         raise UnknownModel(
             f"model {model!r}: the {provider!r} provider needs the [{extras[0]}] extra "
-            f'(no module named {exc.name!r}): pip install "{DISTRIBUTION}[{extras[0]}]"'
+            f'(no module named {exc.name!r}): pip install "{dist}[{extras[0]}]"'
         ) from exc
+    except ValueError as exc:
+        # The provider is there but its settings are not (Azure without an endpoint, say).
+        raise UnknownModel(f"model {model!r}: {exc}") from exc

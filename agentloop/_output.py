@@ -172,7 +172,8 @@ class OutputSpec(Generic[T]):
 
     Attributes:
         tools: the synthetic final tool (for the run's tools).
-        post_turn_policies, post_loop_policies: the run's extra policies.
+        post_turn_policies: the run's extra post-turn policies.
+        post_loop_policies: the run's extra post-loop policies.
         instruction: appended to the run's system prompt.
     """
 

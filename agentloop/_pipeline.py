@@ -315,6 +315,7 @@ class PipelineTool:
         self.parameters = dict(_TASK_SCHEMA)
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run the pipeline on ``arguments["task"]``; its output is the result."""
         ctx = current_tool_context()
         link = ctx.link if ctx is not None and ctx.call_id == call_id else None
         # Each agent's usage is added to the calling run's as it ends (``run_child``).
@@ -340,22 +341,46 @@ class AgentRef(_Spec, frozen=True, tag="agent"):
 
 
 class SequentialSpec(_Spec, frozen=True, tag="sequential"):
+    """The definition of a ``Sequential``: each step's output is the next step's task.
+
+    Attributes:
+        steps: the steps, in order.
+    """
+
     steps: list[StepSpec]
 
 
 class ParallelSpec(_Spec, frozen=True, tag="parallel"):
+    """The definition of a ``Parallel``: every step gets the same task at once.
+
+    Attributes:
+        steps: the steps.
+        merge: how the outputs become one: ``"concatenate"`` (in step order), ``"first"``
+            (the first to finish) or ``"fastest"`` (the first ``n`` to finish).
+        n: with ``"fastest"``, how many outputs to wait for (1 when ``None``).
+    """
+
     steps: list[StepSpec]
     merge: Literal["concatenate", "first", "fastest"] = "concatenate"
     n: int | None = None
 
 
 class LoopSpec(_Spec, frozen=True, tag="loop"):
+    """The definition of a ``Loop``: a step run again on its own output.
+
+    Attributes:
+        step: the step repeated.
+        max_iterations: the most iterations.
+        until_contains: the loop stops once the output contains this text.
+    """
+
     step: StepSpec
     max_iterations: int = 5
     until_contains: str | None = None
 
 
 PipelineSpec: TypeAlias = SequentialSpec | ParallelSpec | LoopSpec
+"""A pipeline's definition, as data (JSON or YAML): ``build_pipeline`` makes the pipeline."""
 StepSpec: TypeAlias = AgentRef | SequentialSpec | ParallelSpec | LoopSpec
 
 

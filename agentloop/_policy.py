@@ -109,10 +109,14 @@ class Rewrite(_Verdict, frozen=True, tag="rewrite", gc=True):
 
 
 CONTINUE = Continue()
+"""The ``Continue`` verdict, made once: a policy returns it when it has nothing to say."""
 ALLOW = Allow()
+"""The ``Allow`` verdict, made once: let the tool call proceed."""
 
 PolicyVerdict: TypeAlias = Continue | Stop | Inject | Replace
+"""What a pre-turn, post-turn or post-loop policy returns."""
 DispatchVerdict: TypeAlias = Allow | Skip | Rewrite | Stop
+"""What a pre-dispatch policy returns for one tool call."""
 
 
 class MessagesView(Sequence[AgentMessage]):
@@ -147,7 +151,8 @@ class PolicyContext:
         turn: the turn's index in this run (0-based).
         messages: the committed context (read-only view).
         new_messages: how many messages this run has committed so far.
-        usage, cost: totals over this run's assistant messages so far.
+        usage: the usage summed over this run's assistant messages so far.
+        cost: the cost summed over the same messages.
         model: the model in use.
         message: post-turn only, the turn's assistant message (``None`` if there was none).
         tool_results: post-turn only, the turn's tool results (not yet committed).
@@ -193,7 +198,9 @@ class DispatchContext:
         call: the tool call, with its current (possibly rewritten) arguments.
         tool: the tool it names, or ``None`` if there is no such tool.
         batch: every tool call of this turn.
-        turn, messages, model: as in ``PolicyContext``.
+        turn: as in ``PolicyContext``.
+        messages: as in ``PolicyContext``.
+        model: as in ``PolicyContext``.
     """
 
     __slots__ = ("batch", "call", "messages", "model", "tool", "turn")
@@ -236,5 +243,7 @@ class ApprovedWith(_Verdict, frozen=True, tag="approved_with", gc=True):
 
 
 APPROVED = Approved()
+"""The ``Approved`` decision, made once: run the call as it is."""
 
 ApprovalDecision: TypeAlias = Approved | Rejected | ApprovedWith
+"""What an approval callback answers for one tool call."""

@@ -14,7 +14,8 @@ class ExponentialBackoff:
 
     Throttling and network errors are retried, up to ``max_attempts`` attempts in all, and so
     is an answer that ignored a forced tool call (``ErrorKind.TOOL_NOT_CALLED``: another sample
-    may comply).
+    may comply). A server that sent nothing back in time (``ErrorKind.TIMEOUT``) is not, unless
+    ``retry_timeouts``: it has the request, and another wait as long rarely helps.
     Without jitter the n-th delay is ``min(max_delay, base_delay * multiplier ** (n - 1))``;
     with jitter (the default) it is drawn uniformly from zero to that. A provider's
     ``retry_after`` replaces the computed delay; a hint longer than ``max_retry_after`` means
@@ -30,6 +31,7 @@ class ExponentialBackoff:
         max_delay: float = 30.0,
         jitter: bool = True,
         max_retry_after: float = 120.0,
+        retry_timeouts: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         if max_attempts < 1:
@@ -40,18 +42,24 @@ class ExponentialBackoff:
         self.max_delay = max_delay
         self.jitter = jitter
         self.max_retry_after = max_retry_after
+        self.retry_timeouts = retry_timeouts
         self._rng = rng
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
+        """Whether to retry after ``error``, the failure of attempt number ``attempt`` (1..)."""
         if attempt >= self.max_attempts:
             return False
-        if not isinstance(error, ModelThrottled | NetworkError) and (
-            error.kind is not ErrorKind.TOOL_NOT_CALLED
+        if not isinstance(error, ModelThrottled | NetworkError) and not (
+            error.kind is ErrorKind.TOOL_NOT_CALLED
+            or (error.kind is ErrorKind.TIMEOUT and self.retry_timeouts)
         ):
             return False
         return error.retry_after is None or error.retry_after <= self.max_retry_after
 
     def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1..): the provider's ``retry_after``
+        when ``error`` has one, else the computed back-off.
+        """
         if error is not None and error.retry_after is not None:
             return max(0.0, error.retry_after)
         ceiling = min(self.max_delay, self.base_delay * self.multiplier ** max(0, attempt - 1))
@@ -64,7 +72,9 @@ class NoRetry:
     """Never retry."""
 
     def should_retry(self, error: ModelError, attempt: int) -> bool:
+        """Never: one attempt."""
         return False
 
     def delay(self, attempt: int, error: ModelError | None = None) -> float:
+        """Zero (never used: nothing is retried)."""
         return 0.0

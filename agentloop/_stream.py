@@ -63,15 +63,34 @@ class StreamStart(_Event, frozen=True, tag="start"):
 
 
 class TextStart(_Event, frozen=True, tag="text_start"):
+    """A text block starts.
+
+    Attributes:
+        index: the block's position in the answer's content; its deltas and end carry it too.
+    """
+
     index: int
 
 
 class TextDelta(_Event, frozen=True, tag="text_delta"):
+    """A piece of a text block.
+
+    Attributes:
+        index: the block's position, as in its ``TextStart``.
+        delta: the text to append.
+    """
+
     index: int
     delta: str
 
 
 class TextEnd(_Event, frozen=True, tag="text_end"):
+    """A text block ends.
+
+    Attributes:
+        index: the block's position, as in its ``TextStart``.
+    """
+
     index: int
 
 
@@ -86,6 +105,13 @@ class ThinkingStart(_Event, frozen=True, tag="thinking_start", gc=True):
 
 
 class ThinkingDelta(_Event, frozen=True, tag="thinking_delta"):
+    """A piece of a reasoning block's text.
+
+    Attributes:
+        index: the block's position, as in its ``ThinkingStart``.
+        delta: the text to append.
+    """
+
     index: int
     delta: str
 
@@ -99,6 +125,17 @@ class ThinkingEnd(_Event, frozen=True, tag="thinking_end"):
 
 
 class ToolCallStart(_Event, frozen=True, tag="tool_call_start", gc=True):
+    """A tool call starts; its arguments follow as ``ToolCallDelta`` fragments.
+
+    Attributes:
+        index: the block's position in the answer's content.
+        id: the call's id, which its result will name.
+        name: the tool called.
+        signature: an opaque signature the provider wants back with the call (Gemini's
+            thought signatures).
+        meta: provider details kept with the call for replaying it (item ids and the like).
+    """
+
     index: int
     id: str
     name: str
@@ -173,6 +210,8 @@ AssistantMessageEvent: TypeAlias = (
     | Done
     | ErrorEvent
 )
+"""Any event a provider yields (a ``StreamFn`` yields these; the loop's ``Accumulator`` folds
+them into an ``AssistantMessage``)."""
 
 
 # --------------------------------------------------------------------------- accumulator

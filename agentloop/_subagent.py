@@ -227,6 +227,7 @@ class SubAgentTool:
         return self._agent() if self._fresh else self._agent  # type: ignore[operator,return-value]
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run the sub-agent on the task; its final answer (or its error) is the result."""
         ctx = current_tool_context()
         link = ctx.link if ctx is not None and ctx.call_id == call_id else None
         agent = self.make_agent()
@@ -287,6 +288,7 @@ class SharedBudget:
         return None
 
     def evaluate(self, ctx: Any) -> Any:
+        """Count the turn's tokens and turns; ``Stop`` once the tree is over a limit."""
         from ._policy import CONTINUE, Stop
 
         message = getattr(ctx, "message", None)

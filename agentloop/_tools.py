@@ -97,6 +97,11 @@ class Tool:
         return validator_for(self.parameters)(arguments)
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run one call (a subclass implements it; see ``AgentTool.execute``).
+
+        Raises:
+            NotImplementedError: the subclass did not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement execute()")
 
 
@@ -344,6 +349,11 @@ class FunctionTool:
             raise ToolArgumentError(str(exc)) from None
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Call the function with ``arguments`` (in a worker thread for a plain ``def``).
+
+        Raises:
+            Exception: whatever the function raises (the loop makes it an error result).
+        """
         if type(arguments) is self._args_type:
             kwargs = msgspec.structs.asdict(arguments)
         else:

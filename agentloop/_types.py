@@ -167,6 +167,7 @@ class Extension(_Block, frozen=True, tag="extension", gc=True):
 
 
 ContentBlock: TypeAlias = Text | Thinking | ToolCall | Image | Extension
+"""One block of a message's content (a tagged union: ``type`` names the class on the wire)."""
 
 
 def extract_text(blocks: list[ContentBlock] | tuple[ContentBlock, ...]) -> str:
@@ -246,6 +247,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def is_empty(self) -> bool:
+        """Whether every count is zero (no usage reported)."""
         return self == _EMPTY_USAGE
 
 
@@ -480,10 +482,12 @@ class ToolResultMessage(_Message, frozen=True, tag="tool_result"):
 
     @property
     def text(self) -> str:
+        """The result's text blocks, concatenated."""
         return extract_text(self.content)
 
 
 LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+"""A message a model sees: the user's, the assistant's, or a tool's result."""
 
 
 class CustomMessage(_Message, frozen=True, tag=True):
@@ -511,6 +515,7 @@ class CustomMessage(_Message, frozen=True, tag=True):
 
 
 AgentMessage: TypeAlias = LlmMessage | CustomMessage
+"""A message of an agent's history: one a model sees, or an application's ``CustomMessage``."""
 
 
 class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
@@ -600,11 +605,11 @@ class AgentResult(_ResultFields[OutputT], frozen=True, kw_only=True):
 
         Raises:
             ModelError: the run ended in a model error (``ContextWindowOverflow``,
-                ``ModelThrottled``, ``NetworkError``, ``StreamError``).
+                ``ModelThrottled``, ``NetworkError``, ``StreamError``); it carries this result
+                as ``.result``, as the errors below do.
             HookFailed: application code the loop calls raised.
             Aborted: the run was aborted.
             StructuredOutputFailed: a typed run ended without a valid value.
-            (Each carries this result as ``.result``.)
         """
         if (
             self.stop_reason is StopReason.ERROR

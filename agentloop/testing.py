@@ -89,6 +89,8 @@ ScriptItem: TypeAlias = (
     | Sequence[AssistantMessageEvent]
     | Callable[[LlmContext], "Reply | Awaitable[Reply]"]
 )
+"""One answer of a ``ScriptedStream``: a message, an error event, an exception the stream
+raises, a raw list of provider events (for malformed streams), or a function of the context."""
 
 _encode = msgspec.json.encode
 _NO_COST = Cost()

@@ -6,6 +6,8 @@ Cases, interleaved in this process (the figure is deltas / wall time of the whol
   (``--capacity N``: an ``EventStream`` holding up to N waiting events instead of 256);
 - ``callback``: ``run_loop(..., on_event=cb)``;
 - ``subscriber``: ``Agent.subscribe(cb)`` and ``await agent.prompt(...)``;
+- ``agent_stream``: ``async with agent.stream(...) as events: async for event in events`` with
+  ``isinstance`` checks, as an application (a UI) reads an agent's events;
 - ``floor_callback``: the events folded by hand and handed to the same callback;
 - ``floor_channel``: the same through a producer task and an anyio memory stream (buffer 256).
 
@@ -82,6 +84,20 @@ def cases(deltas: int, capacity: int = 256) -> dict[str, Callable[[], Awaitable[
         check(counter)
         return elapsed
 
+    async def agent_stream() -> float:
+        agent = al.Agent(model=MODEL, stream_fn=Replay(replies))
+        count = 0
+        start = time.perf_counter()
+        async with agent.stream("go") as events:
+            async for event in events:
+                if isinstance(event, al.MessageUpdate) and isinstance(
+                    event.event, al.stream.TextDelta
+                ):
+                    count += 1
+        elapsed = time.perf_counter() - start
+        assert count == deltas, count
+        return elapsed
+
     async def floor_callback() -> float:
         counter = Counter()
         start = time.perf_counter()
@@ -104,6 +120,7 @@ def cases(deltas: int, capacity: int = 256) -> dict[str, Callable[[], Awaitable[
         "event_stream": event_stream,
         "callback": callback,
         "subscriber": subscriber,
+        "agent_stream": agent_stream,
     }
 
 

@@ -151,3 +151,51 @@ def test_the_readme_commands_name_options_their_scripts_take() -> None:
                     assert value in choices.group(1).split(","), (module, option, value)
                 checked += 1
     assert checked > 20
+
+
+def test_the_startup_benchmark_runs() -> None:
+    result = json.loads(run_benchmark("b10_startup", "--smoke", timeout=300))
+    [environment] = result["environments"]
+    assert set(environment["figures"]) == {
+        "interpreter_ms",
+        "import_ms",
+        "help_ms",
+        "run_first_byte_ms",
+    }
+    assert set(environment["targets"]) == set(result["targets_ms"])
+
+
+def test_the_parked_and_aborted_benchmark_runs() -> None:
+    for backend in BACKENDS:
+        for impl in ("floor", "run_loop", "agent"):
+            result = json.loads(
+                run_benchmark(
+                    "b4_parked_abort", "--smoke", "--impl", impl, "--backend", backend, timeout=300
+                )
+            )
+            assert {"start_s", "kib_per_run", "abort_s"} <= result.keys()
+            assert result["runs"] == 200
+
+
+def test_the_anyio_floor_reproduction_runs() -> None:
+    for backend in BACKENDS:
+        result = json.loads(run_benchmark("anyio_floor", "--smoke", "--backend", backend))
+        assert {"spawn_us", "cancel_us", "set_us", "kib_per_task", "anyio"} <= result.keys()
+
+
+def test_the_http_path_benchmark_runs() -> None:
+    for backend in BACKENDS:
+        result = json.loads(run_benchmark("b9_http_path", "--smoke", "--backend", backend))
+        for shape in ("openai", "anthropic"):
+            assert {"floor", "adapter", "throughput_ratio", "first_delta_ratio"} <= result[
+                shape
+            ].keys()
+        assert result["connections"]["one_agent_ten_turns"] == 1  # one connection, reused
+
+
+def test_the_http2_comparison_runs() -> None:
+    result = json.loads(run_benchmark("bench_http2", "--smoke", "--deltas", "200", timeout=120))
+    assert result["negotiated"] == "HTTP/2"
+    assert {"deltas_per_s", "first_delta_ms", "ten_at_once_first_delta_ms"} <= result[
+        "http2"
+    ].keys()

@@ -175,7 +175,9 @@ async def test_the_command_writes_no_key_anywhere(
         done = await anyio.run_process(command, env=env, check=False)
     surfaces: dict[str, str | bytes] = {"stdout": done.stdout, "stderr": done.stderr}
     surfaces.update(_files(tmp_path / "sessions"))
-    assert len(surfaces) > 2, done.stderr  # a session file was written
+    # A session file was written, unless the run failed before any answer: a session is
+    # stored only once it holds a real exchange (the echoing server's answer is one).
+    assert len(surfaces) > 2 or server == "error", done.stderr
     if server == "error":
         assert b"upstream rejected the keys" in done.stdout + done.stderr
     else:

@@ -6,7 +6,8 @@ name                        what it is
 ==========================  =========================================================
 ``coding_tools``            the built-in tools for one workspace (read_file, list_dir,
                             glob, grep, write_file, edit_file, bash)
-``Workspace``               the root the tools work in, and the sandbox guarding it
+``Workspace``               the root the tools work in, confined to it by default, and
+                            the editor (ACP) they may work through
 ``CodingSession``           one conversation: agent, tools, plan mode, approval modes
                             with session trust, the session store; shared by the
                             command, the ACP server and the terminal UI
@@ -17,9 +18,10 @@ name                        what it is
 ==========================  =========================================================
 
 The ``agentloop`` command (``agentloop run``, ``agentloop acp``, ``agentloop config``) lives in
-``agentloop_coding._cli``; the ACP server needs the ``[coding]`` extra
-(``agent-client-protocol``). This package imports ``agentloop``, ``agentloop_providers`` and
-``agentloop_policies``, nothing else of this project.
+``agentloop_coding.cli``; the ACP server needs the ``[coding]`` extra
+(``agent-client-protocol``, and ``mcp`` for the editor's MCP servers). This package imports
+``agentloop``, ``agentloop_providers``, ``agentloop_policies`` and (for ACP's MCP servers)
+``agentloop_mcp``, nothing else of this project.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ if TYPE_CHECKING:
         Config as Config,
         ConfigError as ConfigError,
         LoadedConfig as LoadedConfig,
+        ResourceLimits as ResourceLimits,
         load_config as load_config,
         project_config_path as project_config_path,
         user_config_path as user_config_path,
     )
     from ._edit import EditFile as EditFile, WriteFile as WriteFile, unified_diff as unified_diff
+    from ._errors import ToolInputError as ToolInputError
     from ._keys import ApiKeys as ApiKeys, default_model as default_model
     from ._process import ProcessOutcome as ProcessOutcome, run_process as run_process
     from ._prompt import (
@@ -81,7 +85,9 @@ if TYPE_CHECKING:
         open_store as open_store,
     )
     from ._toolbox import coding_tools as coding_tools
-    from ._workspace import ToolInputError as ToolInputError, Workspace as Workspace
+    from ._trust import CommandTrust as CommandTrust
+    from ._waiting import WaitingNotice as WaitingNotice
+    from ._workspace import Editor as Editor, Workspace as Workspace
 
 __all__ = [
     "DEFAULT_ENV_ALLOW",
@@ -95,9 +101,11 @@ __all__ = [
     "BashSettings",
     "CodingSession",
     "CodingTool",
+    "CommandTrust",
     "Config",
     "ConfigError",
     "EditFile",
+    "Editor",
     "Glob",
     "Grep",
     "ListDir",
@@ -105,10 +113,12 @@ __all__ = [
     "Mode",
     "ProcessOutcome",
     "ReadFile",
+    "ResourceLimits",
     "ScriptError",
     "TextRenderer",
     "ToolInputError",
     "ToolKind",
+    "WaitingNotice",
     "Workspace",
     "WriteFile",
     "coding_tools",
@@ -137,6 +147,7 @@ _WHERE: dict[str, str] = {
     "Config": "._config",
     "ConfigError": "._config",
     "LoadedConfig": "._config",
+    "ResourceLimits": "._config",
     "load_config": "._config",
     "project_config_path": "._config",
     "user_config_path": "._config",
@@ -163,7 +174,10 @@ _WHERE: dict[str, str] = {
     "list_sessions": "._session",
     "open_store": "._session",
     "coding_tools": "._toolbox",
-    "ToolInputError": "._workspace",
+    "CommandTrust": "._trust",
+    "ToolInputError": "._errors",
+    "WaitingNotice": "._waiting",
+    "Editor": "._workspace",
     "Workspace": "._workspace",
 }
 

@@ -5,30 +5,42 @@ it over standard input and output, through the ``agent-client-protocol`` package
 ``[coding]`` extra). That package runs on asyncio only, so this server runs on anyio's
 **asyncio backend**, chosen here explicitly; the agent and its tools stay backend-neutral.
 
-=========================  ================================================================
-ACP                        agentloop
-=========================  ================================================================
-``initialize``             capabilities: ``loadSession``, embedded context in prompts
-``session/new``            a new ``CodingSession`` in the client's ``cwd``, recorded in the
-                           session store; its modes: ``execute`` and ``plan``
-``session/load``           the stored session continued, its history replayed as updates
-``session/set_mode``       ``CodingSession.mode`` (plan mode: read-only tools, a plan)
-``session/prompt``         a run; its events streamed as updates (see ``_acp_updates``)
-``session/request_perm..`` asked for each call the approval mode does not let through:
-                           allow once, always allow (session trust), reject
-``session/cancel``         ``Agent.abort()``: the run ends, its commands are killed, and the
-                           prompt answers ``cancelled``
-=========================  ================================================================
+============================  =============================================================
+ACP                           agentloop
+============================  =============================================================
+``initialize``                capabilities: ``loadSession``; prompts with images (when the
+                              model takes them) and embedded context, no audio
+                              (``_acp_content``); MCP servers over stdio and HTTP;
+                              ``agentInfo`` with ``agentloop.__version__``
+``session/new``               a session in the client's ``cwd`` (``_acp_session``), with the
+                              client's MCP servers (``_acp_mcp``), its file access and
+                              terminals (``_acp_editor``); stored from its first real
+                              exchange on; its modes and its model option in the answer,
+                              its commands right after
+``session/load``              the stored session continued, its history replayed
+``session/set_mode``          ``execute`` or ``plan`` (read-only tools, a plan)
+``session/set_config_option`` ``model``: switch the session's model
+``session/prompt``            a run, its events as updates (``_acp_updates``); a
+                              ``/command`` runs the agent's command or an MCP prompt
+``session/request_perm..``    asked for each call the approval mode does not let through:
+                              allow once, always allow (session trust), reject; and for
+                              an MCP server's sampling request
+``session/cancel``            ``Agent.abort()``: the run ends, its commands are killed, and
+                              the prompt answers ``cancelled``
+============================  =============================================================
 
-``SIGTERM``, ``SIGINT`` or the end of standard input abort every running prompt before the
-server exits, so no command it started outlives it.
+Bad input never ends the server (``_acp_transport`` answers it per JSON-RPC). ``SIGTERM``,
+``SIGINT`` or the end of standard input abort every running prompt and close every session
+(its MCP servers stopped) before the server exits, so nothing it started outlives it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
-from typing import TYPE_CHECKING, Any, cast
+import uuid
+from typing import TYPE_CHECKING, Any
 
 import acp
 import anyio
@@ -38,12 +50,13 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
-    PromptCapabilities,
     PromptResponse,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     ToolCallUpdate,
 )
@@ -53,15 +66,24 @@ from agentloop import AlreadyRunning, ErrorKind, SessionNotFound, StopReason, Un
 from agentloop.policy import Rejected
 from agentloop_policies import ALWAYS_ALLOW
 
+from ._acp_content import COMMANDS, parse_command, prompt_capabilities, takes_images, to_message
+from ._acp_session import Hosted, host
+from ._acp_transport import StdioTransport
 from ._acp_updates import UpdateMapper, call_content, history_updates
 from ._config import ConfigError
-from ._session import CodingSession
+from ._errors import ToolInputError
+from ._keys import default_model
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from anyio.abc import TaskGroup
+
     from agentloop import AgentTool, ToolCall
     from agentloop_policies import ApprovalAnswer
 
     from ._config import Config
+    from ._session import CodingSession
 
 __all__ = ["MODES", "AcpServer", "serve_stdio"]
 
@@ -81,38 +103,47 @@ _OPTIONS = [
     PermissionOption(option_id="always", name="Always allow this tool", kind="allow_always"),
     PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
 ]
-
-
-def _prompt_text(blocks: list[Any]) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            parts.append(block.text)
-        elif kind == "resource":
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            if isinstance(text, str):
-                parts.append(f'<file uri="{resource.uri}">\n{text}\n</file>')
-        elif kind == "resource_link":
-            parts.append(f"[{block.name}]({block.uri})")
-    return "\n\n".join(parts)
+_INTRODUCE_TIMEOUT = 30.0
 
 
 class AcpServer:
-    """The ACP agent side: one ``CodingSession`` per ACP session (see the module docs).
+    """The ACP agent side: one hosted ``CodingSession`` per ACP session (module docs).
 
     Args:
         config: the settings every session starts from.
+        task_group: where the sessions are hosted (``serve_stdio`` gives its own).
+        transport: the connection's transport; new sessions are introduced to the client
+            once the transport has sent their id.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        task_group: TaskGroup | None = None,
+        transport: StdioTransport | None = None,
+    ) -> None:
         self.config = config
-        self.sessions: dict[str, CodingSession] = {}
+        self.task_group = task_group
+        self.transport = transport
+        self.hosted: dict[str, Hosted] = {}
         self._client: Any = None
+        self._capabilities: Any = None
 
     def on_connect(self, conn: Any) -> None:
         self._client = conn
+
+    def _soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn`` in the background; its failure is logged, never the server's end."""
+
+        async def guarded() -> None:
+            try:
+                await fn(*args)
+            except Exception:
+                log.exception("a background task of the ACP server failed")
+
+        assert self.task_group is not None
+        self.task_group.start_soon(guarded)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -123,11 +154,14 @@ class AcpServer:
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
+        self._capabilities = client_capabilities
+        model = self.config.model or default_model()
         return InitializeResponse(
             protocol_version=min(protocol_version, acp.PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                prompt_capabilities=prompt_capabilities(model, self.config),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(
                 name="agentloop", title="agentloop", version=agentloop.__version__
@@ -140,63 +174,125 @@ class AcpServer:
     def _modes(self, session: CodingSession) -> SessionModeState:
         return SessionModeState(current_mode_id=session.mode, available_modes=MODES)
 
-    async def _start(self, cwd: str, resume: str | None = None) -> CodingSession:
+    async def _host(self, cwd: str, session_id: str, resume: bool, servers: Any) -> Hosted:
+        assert self.task_group is not None
+        start = functools.partial(
+            host,
+            self.config,
+            self._client,
+            cwd=cwd,
+            session_id=session_id,
+            resume=resume,
+            servers=list(servers or []),
+            capabilities=self._capabilities,
+            ask=self._asker,
+            soon=self._soon,
+        )
         try:
-            session = await CodingSession.start(self.config, workspace=cwd, resume=resume)
-        except (ConfigError, UnknownModel) as exc:
+            hosted: Hosted = await self.task_group.start(start)
+        except (ConfigError, UnknownModel, ValueError) as exc:
             # The client can act on these (another directory, a configured model).
             raise acp.RequestError.invalid_params({"details": str(exc)}) from None
-        assert session.session_id is not None
-        session.ask = self._asker(session)
-        self.sessions[session.session_id] = session
-        return session
+        except SessionNotFound:
+            raise acp.RequestError.resource_not_found(session_id) from None
+        self.hosted[session_id] = hosted
+        return hosted
 
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        session = await self._start(cwd)
-        assert session.session_id is not None
-        return NewSessionResponse(session_id=session.session_id, modes=self._modes(session))
+        hosted = await self._host(cwd, uuid.uuid4().hex, False, mcp_servers)
+        # Its commands, and what failed, go out once the client has the session's id.
+        self._soon(self._introduce, hosted)
+        return NewSessionResponse(
+            session_id=hosted.session_id,
+            modes=self._modes(hosted.session),
+            config_options=hosted.config_options(),
+            field_meta=_failures_meta(hosted),
+        )
+
+    async def _introduce(self, hosted: Hosted) -> None:
+        if self.transport is not None:
+            with anyio.move_on_after(_INTRODUCE_TIMEOUT):
+                await self.transport.announced(hosted.session_id)
+        await hosted.introduce()
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> LoadSessionResponse:
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            old.agent.abort()
-            await old.agent.wait_idle()
-        try:
-            session = await self._start(cwd, resume=session_id)
-        except SessionNotFound:
-            raise acp.RequestError.resource_not_found(session_id) from None
+        await self._close(session_id)
+        hosted = await self._host(cwd, session_id, True, mcp_servers)
+        session = hosted.session
         for update in history_updates(session, session.agent.messages):
-            await self._client.session_update(session_id=session_id, update=update)
-        return LoadSessionResponse(modes=self._modes(session))
+            await hosted.notify(update)
+        await hosted.introduce()
+        return LoadSessionResponse(
+            modes=self._modes(session),
+            config_options=hosted.config_options(),
+            field_meta=_failures_meta(hosted),
+        )
 
-    def _session(self, session_id: str) -> CodingSession:
-        session = self.sessions.get(session_id)
-        if session is None:
+    async def _close(self, session_id: str) -> None:
+        hosted = self.hosted.pop(session_id, None)
+        if hosted is not None:
+            hosted.closed.set()
+            with anyio.CancelScope(shield=True):
+                await hosted.done.wait()
+
+    def _hosted(self, session_id: str) -> Hosted:
+        hosted = self.hosted.get(session_id)
+        if hosted is None:
             raise acp.RequestError.invalid_params({"sessionId": f"no session {session_id!r}"})
-        return session
+        return hosted
 
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
         if mode_id not in ("execute", "plan"):
             raise acp.RequestError.invalid_params({"modeId": f"no mode {mode_id!r}"})
-        self._session(session_id).mode = mode_id  # type: ignore[assignment]
+        self._hosted(session_id).session.mode = mode_id  # type: ignore[assignment]
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        hosted = self._hosted(session_id)
+        if config_id != "model" or not isinstance(value, str):
+            raise acp.RequestError.invalid_params({"configId": f"no option {config_id!r}"})
+        await hosted.set_model(value)
+        return SetSessionConfigOptionResponse(config_options=hosted.config_options())
 
     # ---------------------------------------------------------------- a prompt turn
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = self._session(session_id)
+        hosted = self._hosted(session_id)
+        session = hosted.session
+        command = parse_command(prompt)
+        request: Any = None
+        if command is not None and command[0] in COMMANDS:
+            text = await hosted.command(*command)
+            if text is None:
+                return PromptResponse(stop_reason="end_turn")
+            request = text
+        elif command is not None and command[0].startswith("mcp__"):
+            try:
+                rendered = await hosted.mcp.run_command(*command)
+            except Exception as exc:  # the server's error, or arguments that do not fit
+                raise acp.RequestError.invalid_params({"details": str(exc)}) from None
+            request = rendered.messages
+        else:
+            images = takes_images(session.model, self.config)
+            request = to_message(prompt, images=images, model=session.model)
+        return await self._run(hosted, request)
+
+    async def _run(self, hosted: Hosted, request: Any) -> PromptResponse:
+        session = hosted.session
         mapper = UpdateMapper(session)
         try:
-            async with session.agent.stream(_prompt_text(prompt)) as events:
+            async with session.agent.stream(request) as events:
                 async for event in events:
                     for update in mapper.updates(event):
-                        await self._client.session_update(session_id=session_id, update=update)
+                        await hosted.notify(update)
         except AlreadyRunning:
             raise acp.RequestError.invalid_request(
                 {"details": "a prompt is already running in this session"}
@@ -215,31 +311,30 @@ class AcpServer:
         return PromptResponse(stop_reason="end_turn")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        session = self.sessions.get(session_id)
-        if session is not None:
-            session.agent.abort()
+        hosted = self.hosted.get(session_id)
+        if hosted is not None:
+            hosted.session.agent.abort()
 
     def _asker(self, session: CodingSession) -> Any:
         async def ask(call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
             details: Any = None
-            if call.name == "edit_file" and isinstance(call.arguments, dict):
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            if call.name == "edit_file":
                 details = {
-                    "path": session.workspace.display(
-                        session.workspace.resolve(str(call.arguments.get("path", "")))
-                    ),
-                    "old_text": call.arguments.get("old"),
-                    "new_text": call.arguments.get("new"),
+                    "path": _shown_path(session, arguments.get("path")),
+                    "old_text": arguments.get("old"),
+                    "new_text": arguments.get("new"),
                 }
-            elif call.name == "write_file" and isinstance(call.arguments, dict):
+            elif call.name == "write_file":
                 details = {
-                    "path": str(call.arguments.get("path", "")),
-                    "new_text": call.arguments.get("content"),
+                    "path": str(arguments.get("path", "")),
+                    "new_text": arguments.get("content"),
                 }
-            title = session.tool(call.name)
+            found = session.tool(call.name)
             request = ToolCallUpdate(
                 tool_call_id=call.id,
-                title=title.title(call.arguments) if title is not None else call.name,
-                kind=title.kind if title is not None else "other",
+                title=found.title(call.arguments) if found is not None else call.name,
+                kind=found.kind if found is not None else "other",
                 status="pending",
                 raw_input=call.arguments,
                 content=call_content(session, details, "") or None,
@@ -261,35 +356,58 @@ class AcpServer:
     # ---------------------------------------------------------------- shutting down
 
     async def aclose(self) -> None:
-        """Abort every running prompt, wait for each run to end, close the providers."""
-        for session in self.sessions.values():
-            session.agent.abort()
-        with anyio.move_on_after(10, shield=True):
-            for session in self.sessions.values():
-                await session.agent.wait_idle()
-                await session.aclose()
+        """Abort every running prompt, then close every session (its MCP servers stop)."""
+        for hosted in self.hosted.values():
+            hosted.session.agent.abort()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(15):
+            for session_id in list(self.hosted):
+                await self._close(session_id)
+
+
+def _shown_path(session: CodingSession, path: Any) -> str:
+    """A call's path as the workspace shows it (as given, when it cannot be resolved)."""
+    try:
+        return session.workspace.display(session.workspace.resolve(str(path or ".")))
+    except ToolInputError:
+        return str(path)
+
+
+def _failures_meta(hosted: Hosted) -> dict[str, Any] | None:
+    if not hosted.mcp.failures:
+        return None
+    return {
+        "agentloop/mcpServers": {
+            name: {"status": "failed", "reason": reason} for name, reason in hosted.mcp.failures
+        }
+    }
 
 
 async def _serve(config: Config) -> None:
-    server = AcpServer(config)
-
-    async def watch_signals(scope: anyio.CancelScope) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                await server.aclose()
-                scope.cancel()
-                return
-
+    transport = StdioTransport()
+    server = AcpServer(config, transport=transport)
+    conn = acp.AgentSideConnection(server, transport, listening=False)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_signals, tg.cancel_scope)
-            # Not every optional method of the SDK's Agent protocol is implemented; its router
-            # answers "method not found" for those.
-            await acp.run_agent(cast("acp.Agent", server))
-            tg.cancel_scope.cancel()
+            server.task_group = tg
+            with anyio.CancelScope() as listening:
+
+                async def watch_signals() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            listening.cancel()
+                            return
+
+                tg.start_soon(watch_signals)
+                # The protocol package's router answers "method not found" for the optional
+                # methods not implemented here.
+                await conn.listen()
+            await server.aclose()
+            tg.cancel_scope.cancel()  # the signal watcher, and any introduction still waiting
     finally:
         with anyio.CancelScope(shield=True):
             await server.aclose()
+            await conn.close()
+            await transport.close()
 
 
 def serve_stdio(config: Config, *, workspace: str = ".") -> None:

@@ -11,8 +11,10 @@ thinking delta                           ``agent_thought_chunk``
 an answer's tool calls (``MessageEnd``)  ``tool_call`` (status ``pending``)
 ``ToolExecutionStart``                   ``tool_call_update`` (``in_progress``)
 ``ToolExecutionUpdate`` (output so far)  ``tool_call_update`` (content)
+``bash`` run in the editor's terminal    ``tool_call_update`` with the terminal embedded
 ``ToolExecutionEnd``                     ``tool_call_update`` (``completed``/``failed``),
-                                         with a ``diff`` for file edits
+                                         with a ``diff`` for file edits (and the
+                                         terminal, if the command ran in one)
 a plan-mode answer                       ``plan`` (its numbered lines as entries)
 =======================================  =============================================
 
@@ -30,6 +32,7 @@ from acp import (
     text_block,
     tool_content,
     tool_diff_content,
+    tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
     update_plan,
@@ -53,6 +56,8 @@ from agentloop import (
     extract_text,
 )
 from agentloop.stream import TextDelta, ThinkingDelta
+
+from ._acp_editor import TERMINAL_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -129,6 +134,7 @@ class UpdateMapper:
     def __init__(self, session: CodingSession) -> None:
         self.session = session
         self._output: dict[str, str] = {}
+        self._terminals: dict[str, str] = {}
 
     def updates(self, event: AgentEvent) -> list[Any]:
         """The updates ``event`` produces, in order."""
@@ -159,6 +165,10 @@ class UpdateMapper:
             ]
         if kind is ToolExecutionUpdate:
             assert isinstance(event, ToolExecutionUpdate)
+            details = event.update.details
+            if isinstance(details, dict) and isinstance(details.get(TERMINAL_KEY), str):
+                terminal = self._terminals[event.call_id] = details[TERMINAL_KEY]
+                return [update_tool_call(event.call_id, content=[tool_terminal_ref(terminal)])]
             so_far = self._output.get(event.call_id, "") + extract_text(event.update.content)
             so_far = so_far[-_MAX_OUTPUT:]
             self._output[event.call_id] = so_far
@@ -167,11 +177,15 @@ class UpdateMapper:
             assert isinstance(event, ToolExecutionEnd)
             self._output.pop(event.call_id, None)
             result = event.result
+            content = call_content(session, result.details, extract_text(result.content))
+            terminal = self._terminals.pop(event.call_id, None)
+            if terminal is not None:  # the editor keeps showing a released terminal
+                content.insert(0, tool_terminal_ref(terminal))
             return [
                 update_tool_call(
                     event.call_id,
                     status="failed" if event.is_error else "completed",
-                    content=call_content(session, result.details, extract_text(result.content)),
+                    content=content,
                     raw_output=result.details,
                 )
             ]

@@ -16,11 +16,9 @@ import anyio
 
 from agentloop import AgentToolResult, Tool
 
-from ._workspace import ToolInputError, describe_os_error
+from ._errors import ToolInputError, describe_os_error
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from agentloop.abc import OnUpdate
 
     from ._workspace import Workspace
@@ -31,10 +29,10 @@ __all__ = [
     "ToolKind",
     "decode_text",
     "looks_binary",
-    "read_bytes",
 ]
 
 ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
+"""What kind of action a coding tool's call is (ACP's tool kinds, which editors show)."""
 
 NOT_PATH: dict[str, Any] = {"type": "string", "format": "not-path"}
 """A string parameter that is not a file name (the sandbox policy leaves it alone)."""
@@ -50,29 +48,6 @@ def looks_binary(data: bytes) -> bool:
 def decode_text(data: bytes) -> str:
     """File bytes as text: UTF-8 (a leading BOM dropped), undecodable bytes replaced."""
     return data.decode("utf-8-sig", "replace")
-
-
-def read_bytes(path: Path, shown: str, *, limit: int) -> bytes:
-    """The bytes of the regular file ``path``, refused past ``limit`` bytes (run in a thread).
-
-    Raises:
-        ToolInputError: not a file, too large, or unreadable.
-    """
-    try:
-        if path.is_dir():
-            raise ToolInputError(f"{shown} is a directory; use list_dir to see what it holds")
-        size = path.stat().st_size
-        if size > limit:
-            raise ToolInputError(
-                f"{shown} is {size:,} bytes, more than the {limit:,} this tool handles"
-            )
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ToolInputError(
-            f"{shown} does not exist; check the name with list_dir or glob"
-        ) from None
-    except OSError as exc:
-        raise ToolInputError(describe_os_error(exc, shown)) from None
 
 
 class CodingTool(Tool):
@@ -104,6 +79,7 @@ class CodingTool(Tool):
             return value
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Run the call (``run``); a bad input or a file-system error becomes an error result."""
         try:
             return await self.run(arguments, on_update)
         except ToolInputError as exc:
@@ -112,6 +88,13 @@ class CodingTool(Tool):
             return AgentToolResult.error(describe_os_error(exc, str(exc.filename or self.name)))
 
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
+        """Do the tool's work with the validated ``arguments`` (a subclass implements it).
+
+        Raises:
+            ToolInputError: the arguments cannot be acted on (the model reads why).
+            OSError: a file-system failure (the model reads a description of it).
+            NotImplementedError: the subclass did not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
 
     @staticmethod
@@ -119,7 +102,8 @@ class CodingTool(Tool):
         """Run blocking file work in a worker thread; it stops at its next cancellation check.
 
         The thread is not abandoned on cancellation (a write must finish or not start): work
-        that can take long calls ``anyio.from_thread.check_cancelled()`` as it goes.
+        that can take long calls ``anyio.from_thread.check_cancelled()`` as it goes. Files
+        are opened without blocking (``_fs``), so no call waits on a FIFO or a device.
         """
         return await anyio.to_thread.run_sync(fn, *args)
 

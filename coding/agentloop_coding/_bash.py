@@ -13,6 +13,14 @@ the call.
 **Environment allow-list.** The command sees only the variables named in ``env_allow``
 (names, or globs such as ``LC_*``) plus ``env``: API keys and other secrets of the agent's
 process are not passed on unless listed.
+
+**Resource limits** (optional, ``limits``): CPU seconds, memory, process count and file size,
+set with ``setrlimit`` in the command's process before it starts (``_rlimit``, which also says
+what they cannot stop).
+
+**In an editor's terminal.** When the workspace's editor offers terminals (ACP), the command
+runs there instead, shown live in the tool call, under the same deadline, output cap,
+environment allow-list and limits; a cancelled call kills and releases the terminal.
 """
 
 from __future__ import annotations
@@ -20,19 +28,24 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from agentloop import AgentToolResult
 
 from ._base import NOT_PATH, CodingTool
+from ._errors import ToolInputError, describe_os_error
 from ._process import run_process
-from ._workspace import ToolInputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from agentloop.abc import OnUpdate
 
+    from ._config import ResourceLimits
     from ._workspace import Workspace
 
 __all__ = ["DEFAULT_ENV_ALLOW", "Bash"]
@@ -51,6 +64,8 @@ DEFAULT_ENV_ALLOW: tuple[str, ...] = (
     "TZ",
 )
 """Variables a command sees by default (names or globs); everything else is withheld."""
+
+_RLIMIT = str(Path(__file__).with_name("_rlimit.py"))
 
 
 def allowed_environment(
@@ -92,6 +107,7 @@ class Bash(CodingTool):
         env_allow: Iterable[str] = DEFAULT_ENV_ALLOW,
         env: Mapping[str, str] | None = None,
         shell: str | None = None,
+        limits: ResourceLimits | None = None,
     ) -> None:
         super().__init__(workspace)
         self.timeout = timeout
@@ -100,6 +116,7 @@ class Bash(CodingTool):
         self.env_allow = tuple(env_allow)
         self.env = dict(env or {})
         self.shell = shell
+        self.limits = limits
         self.parameters = {
             "type": "object",
             "properties": {
@@ -125,28 +142,56 @@ class Bash(CodingTool):
         return f"Run {first[:80]}"
 
     def argv(self, command: str) -> list[str]:
+        """The program and arguments that run ``command``: ``shell -c command`` (bash when
+        installed, else ``/bin/sh``), started by the limits' launcher when there are limits.
+        """
         shell = self.shell or shutil.which("bash") or "/bin/sh"
-        return [shell, "-c", command]
+        argv = [shell, "-c", command]
+        if self.limits:
+            limits = msgspec.json.encode(self.limits).decode()
+            argv = [sys.executable, "-E", "-s", _RLIMIT, limits, "--", *argv]
+        return argv
+
+    def _directory(self, arguments: dict[str, Any]) -> Path:
+        """The call's working directory (a real path beneath the workspace's roots)."""
+        if not arguments.get("cwd"):
+            return self.workspace.root
+        path = self.workspace.resolve(arguments["cwd"])
+        shown = self.workspace.display(path)
+        try:
+            fd, real = self.workspace.beneath.open_dir(path, shown)
+        except OSError as exc:
+            raise ToolInputError(describe_os_error(exc, shown)) from None
+        os.close(fd)
+        return real
 
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
         command: str = arguments["command"]
         if not command.strip():
             raise ToolInputError("the command is empty")
-        cwd = self.workspace.resolve(arguments["cwd"]) if arguments.get("cwd") else None
-        where = cwd or self.workspace.root
-        if not where.is_dir():
-            raise ToolInputError(f"{self.workspace.display(where)} is not a directory")
+        where = await self.in_thread(self._directory, arguments)
         timeout = min(float(arguments.get("timeout", self.timeout)), self.max_timeout)
         env = allowed_environment(self.env_allow, self.env)
         env["PWD"] = str(where)
-        outcome = await run_process(
-            self.argv(command),
-            cwd=where,
-            env=env,
-            time_limit=timeout,
-            max_output=self.max_output,
-            on_output=on_update,
-        )
+        editor = self.workspace.editor
+        if editor is not None and editor.can_run:
+            outcome = await editor.run(
+                self.argv(command),
+                cwd=where,
+                env=env,
+                time_limit=timeout,
+                max_output=self.max_output,
+                on_terminal=on_update,
+            )
+        else:
+            outcome = await run_process(
+                self.argv(command),
+                cwd=where,
+                env=env,
+                time_limit=timeout,
+                max_output=self.max_output,
+                on_output=on_update,
+            )
         output = outcome.output.rstrip("\n") or "(no output)"
         if outcome.timed_out:
             status = (

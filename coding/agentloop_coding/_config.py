@@ -24,7 +24,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -42,6 +42,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "LoadedConfig",
+    "ResourceLimits",
     "load_config",
     "project_config_path",
     "user_config_path",
@@ -55,6 +56,29 @@ class ConfigError(AgentError, ValueError):
     """A configuration file or variable is invalid; the message says which and why."""
 
 
+_Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class ResourceLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The ``[bash.limits]`` table: resource limits for each command (``setrlimit`` in the
+    command's process; see ``_rlimit`` for what each does and cannot stop). Unset: no limit.
+
+    Attributes:
+        cpu_seconds: CPU time per process.
+        memory_mb: address space per process, in MiB.
+        processes: processes of the user (``RLIMIT_NPROC`` counts all of the user's).
+        file_size_mb: the largest file a process may write, in MiB.
+    """
+
+    cpu_seconds: _Positive | None = None
+    memory_mb: _Positive | None = None
+    processes: _Positive | None = None
+    file_size_mb: _Positive | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in msgspec.structs.astuple(self))
+
+
 class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The ``[bash]`` table: how the ``bash`` tool runs commands."""
 
@@ -63,6 +87,7 @@ class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_output: int = 30_000
     env_allow: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    limits: ResourceLimits = msgspec.field(default_factory=ResourceLimits)
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -74,6 +99,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         approval: ``"enabled"`` (ask about every call), ``"smart"`` (ask about calls that
             change something) or ``"bypassed"`` (never ask).
         trusted_tools: tools whose calls run without asking, from the start of each session.
+        trusted_commands: ``bash`` commands that run without asking: each a prefix of words,
+            matching only a simple command (see ``agentloop_coding._trust``).
         plan: start sessions in plan mode (read-only tools, a plan as the answer).
         thinking: how much reasoning to ask of the model.
         sandbox: keep the file tools' paths inside the workspace (and ``roots``).
@@ -83,13 +110,18 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         instructions: added to the system prompt (house rules, conventions).
         max_turns: the most turns one prompt may take.
         tool_timeout: seconds any one tool call may take.
-        grep: ``"auto"`` (ripgrep when installed), ``"rg"`` or ``"python"``.
+        grep: ``"auto"`` (the built-in search in a confined workspace, ripgrep in one that
+            is not), ``"rg"`` or ``"python"``.
+        models: more models an editor (ACP) offers to switch to, beside the session's own.
+        images: whether the model takes images in prompts; unset, its provider decides
+            (see ``agentloop_coding._acp_content``).
         bash: the ``[bash]`` table.
     """
 
     model: str | None = None
     approval: ApprovalModeName = "smart"
     trusted_tools: list[str] = msgspec.field(default_factory=list)
+    trusted_commands: list[str] = msgspec.field(default_factory=list)
     plan: bool = False
     thinking: ThinkingName | None = None
     sandbox: bool = True
@@ -100,6 +132,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     max_turns: int = 50
     tool_timeout: float | None = None
     grep: Literal["auto", "rg", "python"] = "auto"
+    models: list[str] = msgspec.field(default_factory=list)
+    images: bool | None = None
     bash: BashSettings = msgspec.field(default_factory=BashSettings)
 
     def sessions_path(self, environ: Mapping[str, str] | None = None) -> Path:
@@ -124,7 +158,15 @@ ENVIRONMENT: dict[str, str] = {
 """Environment variables and the keys they set."""
 
 USER_ONLY = frozenset(
-    {"trusted_tools", "roots", "sandbox", "sessions_dir", "bash.env_allow", "bash.env"}
+    {
+        "trusted_tools",
+        "trusted_commands",
+        "roots",
+        "sandbox",
+        "sessions_dir",
+        "bash.env_allow",
+        "bash.env",
+    }
 )
 """Keys a project file may not set (they would loosen safety, or move the user's data)."""
 

@@ -112,6 +112,7 @@ async def run_process(
     time_limit: float,
     max_output: int,
     on_output: Callable[[str], object] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in a new process group; see the module docs.
 
@@ -122,6 +123,7 @@ async def run_process(
         time_limit: seconds before the group is killed.
         max_output: the output cap in bytes.
         on_output: called with each piece of output as it arrives (decoded text).
+        pass_fds: descriptors the process inherits (beside its standard streams).
 
     Raises:
         OSError: the program could not be started (not found, not executable).
@@ -140,6 +142,7 @@ async def run_process(
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     pid = process.pid
     drained = anyio.Event()

@@ -34,6 +34,7 @@ use non-interactive flags, and never start programs that wait for input.
 - A tool call may be refused by the user or by a policy: read the reason and adjust rather \
 than retrying the same call.
 - Be brief. When you are done, say what you changed and how you checked it."""
+"""The coding agent's system prompt, before the project's instructions (``AGENTS.md``)."""
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md",)
 _MAX_PROJECT_INSTRUCTIONS = 20_000

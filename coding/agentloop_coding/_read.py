@@ -12,19 +12,19 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import anyio.from_thread
-import anyio.to_thread
 
 from agentloop import AgentToolResult
 
 from ._base import CodingTool, looks_binary
-from ._workspace import ToolInputError, describe_os_error
+from ._errors import ToolInputError, describe_os_error
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
     from agentloop.abc import OnUpdate
 
-    from ._workspace import Workspace
+    from ._workspace import Editor, Workspace
 
 __all__ = ["ListDir", "ReadFile"]
 
@@ -74,14 +74,17 @@ class ReadFile(CodingTool):
         offset: int = arguments.get("offset", 1)
         limit: int = min(arguments.get("limit", self.max_lines), self.max_lines)
         shown = self.workspace.display(path)
-        text, details = await anyio.to_thread.run_sync(self._read, path, shown, offset, limit)
+        editor = self.workspace.editor
+        if editor is not None and editor.can_read:
+            text, details = await self._read_in_editor(editor, path, shown, offset, limit)
+        else:
+            text, details = await self.in_thread(self._read, path, shown, offset, limit)
         return AgentToolResult.text(text, details=details)
 
     def _read(self, path: Path, shown: str, offset: int, limit: int) -> tuple[str, dict[str, Any]]:
         try:
-            if path.is_dir():
-                raise ToolInputError(f"{shown} is a directory; use list_dir to see what it holds")
-            with path.open("rb") as file:
+            fd, _, _ = self.workspace.beneath.open_regular(path, shown)
+            with open(fd, "rb", closefd=True) as file:
                 if looks_binary(file.read(8192)):
                     size = os.fstat(file.fileno()).st_size
                     raise ToolInputError(f"{shown} is a binary file ({size:,} bytes); not shown")
@@ -94,14 +97,43 @@ class ReadFile(CodingTool):
         except OSError as exc:
             raise ToolInputError(describe_os_error(exc, shown)) from None
 
-    def _lines(self, file: Any, shown: str, offset: int, limit: int) -> tuple[str, dict[str, Any]]:
+    async def _read_in_editor(
+        self, editor: Editor, path: Path, shown: str, offset: int, limit: int
+    ) -> tuple[str, dict[str, Any]]:
+        # The editor's view of the file (an unsaved buffer included); checked beneath the
+        # roots here first, so that a link cannot send the editor outside.
+        real = await self.in_thread(self._real_path, path, shown)
+        text = await editor.read_text(real, line=offset, limit=limit + 1)
+        lines = [line.encode() for line in text.splitlines(keepends=True)]
+        if not lines and offset > 1:
+            raise ToolInputError(
+                f"{shown} has fewer than {offset} lines; offset {offset} is past its end"
+            )
+        return self._lines(lines, shown, offset, limit, start=offset, in_thread=False)
+
+    def _real_path(self, path: Path, shown: str) -> Path:
+        fd, _, real = self.workspace.beneath.open_regular(path, shown)
+        os.close(fd)
+        return real
+
+    def _lines(
+        self,
+        file: Iterable[bytes],
+        shown: str,
+        offset: int,
+        limit: int,
+        *,
+        start: int = 1,
+        in_thread: bool = True,
+    ) -> tuple[str, dict[str, Any]]:
+        """Lines from ``offset`` on, numbered; ``file`` yields lines from line ``start``."""
         out: list[str] = []
         size = 0
-        number = 0
+        number = start - 1
         last = offset - 1
         more = False
-        for number, raw in enumerate(file, 1):  # noqa: B007
-            if number % 4096 == 0:
+        for number, raw in enumerate(file, start):  # noqa: B007
+            if in_thread and number % 4096 == 0:
                 anyio.from_thread.check_cancelled()
             if number < offset:
                 continue
@@ -120,7 +152,7 @@ class ReadFile(CodingTool):
                 break
             out.append(entry)
             last = number
-        if number < offset and not (number == 0 and offset == 1):
+        if number < offset and not (number == start - 1 and offset == start):
             raise ToolInputError(f"{shown} has {number} lines; offset {offset} is past its end")
         text = "\n".join(out) if out else "(empty file)"
         if more:
@@ -138,7 +170,8 @@ class ListDir(CodingTool):
     read_only = True
     requires_approval = False
     description = (
-        "List the files and directories in a directory (directories end with '/'). "
+        "List the files and directories in a directory (directories end with '/', symbolic "
+        "links with '@'). "
         "Not recursive: use glob to find files at any depth."
     )
     parameters = {  # noqa: RUF012
@@ -163,7 +196,7 @@ class ListDir(CodingTool):
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
         path = self.workspace.resolve(arguments.get("path", "."))
         shown = self.workspace.display(path)
-        names = await anyio.to_thread.run_sync(self._list, path, shown)
+        names = await self.in_thread(self._list, path, shown)
         total = len(names)
         names = names[: self.max_entries]
         text = "\n".join(names) if names else "(empty directory)"
@@ -173,15 +206,18 @@ class ListDir(CodingTool):
             text, details={"path": shown, "entries": total, "truncated": total > len(names)}
         )
 
-    @staticmethod
-    def _list(path: Path, shown: str) -> list[str]:
+    def _list(self, path: Path, shown: str) -> list[str]:
         try:
-            with os.scandir(path) as entries:
-                names = [entry.name + "/" if entry.is_dir() else entry.name for entry in entries]
-        except FileNotFoundError:
-            raise ToolInputError(f"{shown} does not exist") from None
-        except NotADirectoryError:
-            raise ToolInputError(f"{shown} is a file, not a directory; use read_file") from None
+            entries = self.workspace.beneath.list_dir(path, shown)
         except OSError as exc:
             raise ToolInputError(describe_os_error(exc, shown)) from None
+        names = []
+        for entry in entries:
+            # Links are not followed (where one leads is not this tool's business): marked.
+            if entry.is_symlink():
+                names.append(entry.name + "@")
+            elif entry.is_dir(follow_symlinks=False):
+                names.append(entry.name + "/")
+            else:
+                names.append(entry.name)
         return sorted(names)

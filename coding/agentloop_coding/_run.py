@@ -30,6 +30,7 @@ from agentloop_policies import ALWAYS_ALLOW
 from ._config import ConfigError
 from ._render import TextRenderer
 from ._session import CodingSession, list_sessions, open_store
+from ._waiting import WaitingNotice
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -140,12 +141,17 @@ async def run_prompt(
 
     renderer = TextRenderer(title, verbose=verbose)
     interrupted: list[int] = []
+    stream_fn = session.agent.stream_fn
+    where = getattr(stream_fn, "base_url", None) or session.model
+    waiting = WaitingNotice(where, lambda line: writer.write([("err", f"agentloop: {line}\n")]))
     try:
         async with anyio.create_task_group() as tg:
             if handle_signals:
                 tg.start_soon(_watch_signals, session, interrupted)
+            tg.start_soon(waiting.run)
             async with session.agent.stream(prompt) as events:
                 async for event in events:
+                    waiting.feed(event)
                     if json_lines:
                         writer.json(event)
                     else:
@@ -173,9 +179,8 @@ async def run_prompt(
 
 
 async def _latest_here(config: Config, root: str) -> str:
-    for info in await list_sessions(config):
-        if info.metadata.get("cwd") == root:
-            return info.id
+    for info in await list_sessions(config, workspace=root):
+        return info.id
     raise ConfigError(f"no stored session for {root} to resume (agentloop sessions lists them)")
 
 
@@ -229,6 +234,6 @@ async def run_headless(
         code = await run_prompt(session, prompt, json_lines=json_lines, verbose=verbose)
     finally:
         await session.aclose()
-    if session.session_id is not None:
+    if session.recorded:
         print(f"session: {session.session_id}", file=sys.stderr)
     return code

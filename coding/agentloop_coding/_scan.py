@@ -3,8 +3,10 @@
 Standard library only: ``grep`` runs this file as a separate process (``python _scan.py
 ARGS_JSON``), so a pathological regular expression from the model is bounded by the tool's
 deadline and killed with its process group; Python's ``re`` cannot be interrupted otherwise,
-and holds the GIL while it backtracks. ``glob`` imports the matcher and the walker and runs them
-in a worker thread: glob matching is per path component with ``fnmatch`` (whose translation
+and holds the GIL while it backtracks. The tool opens what is searched beneath the workspace
+and passes the descriptor on; the search walks by descriptors and opens each file without
+following links or blocking (a FIFO is skipped, not waited on). ``glob`` imports the matcher
+and the walker and runs them in a worker thread: glob matching is per path component with ``fnmatch`` (whose translation
 does not backtrack catastrophically), and ``**`` is matched by dynamic programming over the
 components, so matching is polynomial in the path length whatever the pattern.
 
@@ -18,6 +20,7 @@ import fnmatch
 import json
 import os
 import re
+import stat
 import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -25,7 +28,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["IGNORED_DIRS", "GlobMatcher", "expand_braces", "grep_main", "walk_files"]
+__all__ = [
+    "IGNORED_DIRS",
+    "GlobMatcher",
+    "expand_braces",
+    "grep_main",
+    "open_regular",
+    "walk_files",
+]
 
 IGNORED_DIRS = frozenset(
     {
@@ -47,6 +57,7 @@ IGNORED_DIRS = frozenset(
 _MAX_BRACE_EXPANSIONS = 64
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _MAX_GREP_FILE = 10_000_000
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -138,37 +149,54 @@ def _match(
 
 
 def walk_files(
-    base: str, *, ignored: frozenset[str] = IGNORED_DIRS, max_depth: int | None = None
-) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """Every file under ``base`` as ``(absolute path, components relative to base)``, sorted,
-    skipping ``ignored`` directories, no deeper than ``max_depth`` components."""
-    for directory, subdirs, files in os.walk(base):
-        relative = os.path.relpath(directory, base)
+    base: str,
+    *,
+    dir_fd: int,
+    ignored: frozenset[str] = IGNORED_DIRS,
+    max_depth: int | None = None,
+) -> Iterator[tuple[str, tuple[str, ...], int, str]]:
+    """Every file under the directory open as ``dir_fd`` (shown as ``base``), sorted, as
+    ``(path shown, components relative to base, its directory's descriptor, its name)``,
+    skipping ``ignored`` directories, no deeper than ``max_depth`` components.
+
+    The walk goes by descriptors (``os.fwalk``) and never follows a symbolic link to a
+    directory, so a directory swapped for a link while it is walked cannot lead it elsewhere.
+    """
+    for directory, subdirs, files, fd in os.fwalk(".", dir_fd=dir_fd):
+        relative = os.path.relpath(directory, ".")
         prefix: tuple[str, ...] = () if relative == "." else tuple(relative.split(os.sep))
         if max_depth is not None and len(prefix) + 1 >= max_depth:
             subdirs[:] = []
         subdirs[:] = sorted(d for d in subdirs if d not in ignored)
         for name in sorted(files):
-            yield os.path.join(directory, name), (*prefix, name)
+            parts = (*prefix, name)
+            shown = "/".join(parts) if base == "." else "/".join((base, *parts))
+            yield shown, parts, fd, name
+
+
+def open_regular(name: str, dir_fd: int) -> int | None:
+    """A descriptor of the regular file ``name`` in ``dir_fd``, opened without following a
+    link and without blocking; ``None`` for anything else (a link, a FIFO, a device)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_GREP_FILE:
+            return None
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 # --------------------------------------------------------------------------- grep (a program)
 
 
-def _shown(path: str, root: str) -> str:
-    relative = os.path.relpath(path, root)
-    return path if relative.startswith("..") else relative
-
-
-def _grep_file(path: str, rx: re.Pattern[str], show: str, cut: int) -> Iterator[str]:
-    try:
-        if os.path.getsize(path) > _MAX_GREP_FILE:
-            return
-        with open(path, "rb") as file:
-            data = file.read()
-    except OSError:
-        return
-    if b"\x00" in data[:8192]:
+def _grep_fd(fd: int, rx: re.Pattern[str], show: str, cut: int) -> Iterator[str]:
+    with open(fd, "rb", closefd=True) as file:
+        data = file.read(_MAX_GREP_FILE + 1)
+    if b"\x00" in data[:8192] or len(data) > _MAX_GREP_FILE:
         return
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if rx.search(line):
@@ -176,14 +204,18 @@ def _grep_file(path: str, rx: re.Pattern[str], show: str, cut: int) -> Iterator[
 
 
 def grep_main(arguments: dict[str, object]) -> int:
-    """Print ``path:line:text`` for each matching line; 0 found, 1 none, 2 an error."""
+    """Print ``path:line:text`` for each matching line; 0 found, 1 none, 2 an error.
+
+    ``fd`` is an inherited descriptor of the file or directory to search (``kind``), opened
+    beneath the workspace by the tool; ``shown`` is how its paths are printed.
+    """
     flags = re.IGNORECASE if arguments.get("ignore_case") else 0
     try:
         rx = re.compile(str(arguments["pattern"]), flags)
     except re.error as exc:
         print(f"error: invalid regular expression: {exc}")
         return 2
-    path, root = str(arguments["path"]), str(arguments["root"])
+    fd, shown = int(str(arguments["fd"])), str(arguments["shown"])
     cut = int(str(arguments.get("max_line_chars", 500)))
     limit = int(str(arguments.get("max_results", 100)))
     name_glob = arguments.get("glob")
@@ -192,20 +224,32 @@ def grep_main(arguments: dict[str, object]) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    if os.path.isfile(path):
-        files: Iterator[tuple[str, tuple[str, ...]]] = iter([(path, (os.path.basename(path),))])
-    else:
-        ignored = IGNORED_DIRS - (matcher.named_ignored if matcher else frozenset())
-        files = walk_files(path, ignored=ignored)
     found = 0
-    for full, parts in files:
+    if arguments.get("kind") == "file":
+        hits: Iterator[str] = _grep_fd(fd, rx, shown, cut)
+        return _print(hits, limit)
+    ignored = IGNORED_DIRS - (matcher.named_ignored if matcher else frozenset())
+    for path, parts, dir_fd, name in walk_files(shown, dir_fd=fd, ignored=ignored):
         if matcher is not None and not (matcher.match(parts) or matcher.match(parts[-1:])):
             continue
-        for hit in _grep_file(full, rx, _shown(full, root), cut):
+        file_fd = open_regular(name, dir_fd)
+        if file_fd is None:
+            continue
+        for hit in _grep_fd(file_fd, rx, path, cut):
             print(hit)
             found += 1
             if found > limit:  # one more than asked: the caller knows there are more
                 return 0
+    return 0 if found else 1
+
+
+def _print(hits: Iterator[str], limit: int) -> int:
+    found = 0
+    for hit in hits:
+        print(hit)
+        found += 1
+        if found > limit:
+            return 0
     return 0 if found else 1
 
 

@@ -1,11 +1,18 @@
 """The search tools: ``glob`` (files by name) and ``grep`` (lines by regular expression).
 
-``grep`` runs ripgrep (``rg``) when it is on ``PATH`` and the pure-Python search of ``_scan``
-otherwise, each as a process in a group of its own under a deadline (see ``_process``): a
-search that takes too long, or a regular expression that backtracks without end, is killed
-rather than left to stall the agent. The two differ a little: ``rg`` skips what ``.gitignore``
-ignores and hidden files, and uses Rust's regex syntax; the Python search skips only the usual noise directories
-(``.git``, ``node_modules``, virtual environments, caches) and uses Python's ``re``.
+``grep`` runs the pure-Python search of ``_scan`` or ripgrep (``rg``), each as a process in a
+group of its own under a deadline (see ``_process``): a search that takes too long, or a
+regular expression that backtracks without end, is killed rather than left to stall the agent.
+
+Which one: ``"python"``, ``"rg"``, or ``"auto"`` (the default): the Python search in a
+confined workspace, ripgrep (when installed) in one that is not. The Python search is handed
+a descriptor of what it searches, opened beneath the workspace, and walks by descriptors
+without following links: a directory swapped for a link mid-search cannot lead it outside.
+ripgrep walks by path names, which such a swap can redirect; choose it (``grep = "rg"``) for
+speed on large trees when nothing races the agent's files. The two differ a little too:
+``rg`` skips what ``.gitignore`` ignores and hidden files, and uses Rust's regex syntax; the
+Python search skips only the usual noise directories (``.git``, ``node_modules``, virtual
+environments, caches) and uses Python's ``re``. Neither follows symbolic links.
 """
 
 from __future__ import annotations
@@ -17,15 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.from_thread
-import anyio.to_thread
 import msgspec
 
 from agentloop import AgentToolResult
 
 from ._base import NOT_PATH, CodingTool
+from ._errors import ToolInputError, describe_os_error
 from ._process import run_process
 from ._scan import IGNORED_DIRS, GlobMatcher, walk_files
-from ._workspace import ToolInputError
 
 if TYPE_CHECKING:
     from agentloop.abc import OnUpdate
@@ -74,30 +80,36 @@ class Glob(CodingTool):
 
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
         base = self.workspace.resolve(arguments.get("path", "."))
-        if not base.is_dir():
-            raise ToolInputError(f"{self.workspace.display(base)} is not a directory")
         try:
             matcher = GlobMatcher(arguments["pattern"])
         except ValueError as exc:
             raise ToolInputError(f"invalid pattern: {exc}") from None
-        found, more = await anyio.to_thread.run_sync(self._find, base, matcher)
+        found, more = await self.in_thread(self._find, base, matcher)
         text = "\n".join(found) if found else "(no files match)"
         if more:
             text += f"\n[more than {self.max_results} files match; narrow the pattern]"
         return AgentToolResult.text(text, details={"count": len(found), "truncated": more})
 
     def _find(self, base: Path, matcher: GlobMatcher) -> tuple[list[str], bool]:
+        shown = self.workspace.display(base)
+        try:
+            fd, real = self.workspace.beneath.open_dir(base, shown)
+        except OSError as exc:
+            raise ToolInputError(describe_os_error(exc, shown)) from None
         found: list[str] = []
         ignored = IGNORED_DIRS - matcher.named_ignored
-        for count, (full, parts) in enumerate(
-            walk_files(str(base), ignored=ignored, max_depth=matcher.max_depth)
-        ):
-            if count % 1024 == 0:
-                anyio.from_thread.check_cancelled()
-            if matcher.match(parts):
-                if len(found) == self.max_results:
-                    return found, True
-                found.append(self.workspace.display(Path(full)))
+        try:
+            for count, (_, parts, _, _) in enumerate(
+                walk_files(".", dir_fd=fd, ignored=ignored, max_depth=matcher.max_depth)
+            ):
+                if count % 1024 == 0:
+                    anyio.from_thread.check_cancelled()
+                if matcher.match(parts):
+                    if len(found) == self.max_results:
+                        return found, True
+                    found.append(self.workspace.display(real.joinpath(*parts)))
+        finally:
+            os.close(fd)
         return found, False
 
 
@@ -150,8 +162,8 @@ class Grep(CodingTool):
         return f"Search {pattern!r} in {self.shown(arguments)}"
 
     def ripgrep(self) -> str | None:
-        """The ``rg`` program to use, or ``None`` for the pure-Python search."""
-        if self.backend == "python":
+        """The ``rg`` program to use, or ``None`` for the pure-Python search (module docs)."""
+        if self.backend == "python" or (self.backend == "auto" and self.workspace.confined):
             return None
         found = shutil.which("rg")
         if found is None and self.backend == "rg":
@@ -160,30 +172,37 @@ class Grep(CodingTool):
 
     async def run(self, arguments: dict[str, Any], on_update: OnUpdate) -> AgentToolResult:
         path = self.workspace.resolve(arguments.get("path", "."))
-        if not path.exists():
-            raise ToolInputError(f"{self.workspace.display(path)} does not exist")
+        shown = self.workspace.display(path)
         limit: int = arguments.get("max_results", 100)
         rg = self.ripgrep()
-        if rg is not None:
-            argv = self._rg_argv(rg, arguments, path, limit)
-        else:
-            request = {
-                "pattern": arguments["pattern"],
-                "path": str(path),
-                "root": str(self.workspace.root),
-                "glob": arguments.get("glob"),
-                "ignore_case": arguments.get("ignore_case", False),
-                "max_results": limit,
-            }
-            argv = [sys.executable, "-E", "-s", _SCAN, msgspec.json.encode(request).decode()]
-        env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
-        outcome = await run_process(
-            argv,
-            cwd=self.workspace.root,
-            env=env,
-            time_limit=self.timeout,
-            max_output=self.max_output,
-        )
+        fd, kind, real = await self.in_thread(self._open, path, shown)
+        try:
+            if rg is not None:
+                argv = self._rg_argv(rg, arguments, real, limit)
+                keep: tuple[int, ...] = ()
+            else:
+                request = {
+                    "pattern": arguments["pattern"],
+                    "fd": fd,
+                    "kind": kind,
+                    "shown": self.workspace.display(real),
+                    "glob": arguments.get("glob"),
+                    "ignore_case": arguments.get("ignore_case", False),
+                    "max_results": limit,
+                }
+                argv = [sys.executable, "-E", "-s", _SCAN, msgspec.json.encode(request).decode()]
+                keep = (fd,)
+            env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
+            outcome = await run_process(
+                argv,
+                cwd=self.workspace.root,
+                env=env,
+                time_limit=self.timeout,
+                max_output=self.max_output,
+                pass_fds=keep,
+            )
+        finally:
+            os.close(fd)
         if outcome.timed_out:
             raise ToolInputError(
                 f"the search took longer than {self.timeout:g} s and was stopped; search a "
@@ -200,6 +219,19 @@ class Grep(CodingTool):
             text += f"\n[more than {limit} matching lines; narrow the search]"
         details = {"count": len(lines), "truncated": more, "backend": "rg" if rg else "python"}
         return AgentToolResult.text(text, details=details)
+
+    def _open(self, path: Path, shown: str) -> tuple[int, str, Path]:
+        """A descriptor of what to search, opened beneath the workspace: its kind and its real
+        path."""
+        beneath = self.workspace.beneath
+        try:
+            if beneath.is_dir(path, shown):
+                fd, real = beneath.open_dir(path, shown)
+                return fd, "dir", real
+            fd, _, real = beneath.open_regular(path, shown)
+            return fd, "file", real
+        except OSError as exc:
+            raise ToolInputError(describe_os_error(exc, shown)) from None
 
     def _rg_argv(self, rg: str, arguments: dict[str, Any], path: Path, limit: int) -> list[str]:
         argv = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]

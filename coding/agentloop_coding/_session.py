@@ -9,10 +9,17 @@ end shows and changes:
   ``plan`` is the last plan made, ``execute_plan()`` switches back and gives the follow-up
   that carries it out;
 * ``approvals`` — the ``ApprovalGate``: its ``mode`` (enabled / smart / bypassed) and the tools
-  trusted for this session (``trust``/``distrust``); a person is asked through ``ask``, an
+  trusted for this session (``trust``/``distrust``); ``commands`` — the ``bash`` commands
+  trusted (``commands.trust("git status")``: "always allow this command", see ``_trust``);
+  a person is asked through ``ask``, an
   async function the front end sets (a modal, an ACP permission request, a terminal prompt).
   With no ``ask``, a call that needs approval is refused with a reason the model can read:
   the plumbing fails closed.
+
+A new session is **recorded only once it holds a real exchange**: the store is not touched
+until the first answer that is not an error (``recorded`` says whether it has been), so a
+start that never gets a prompt, or whose first run fails (a wrong API key), leaves no empty
+session behind. A resumed session is recorded into as it goes.
 
 Nothing here prints or reads a terminal: a front end subscribes to ``agent`` for events and
 reads these attributes to render.
@@ -21,24 +28,36 @@ reads these attributes to render.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from agentloop import Agent, AgentEnd, AssistantMessage, ModelSpec, ThinkingLevel, extract_text
+import anyio.to_thread
+
+from agentloop import (
+    Agent,
+    AgentEnd,
+    AssistantMessage,
+    ModelSpec,
+    ThinkingLevel,
+    extract_text,
+)
 from agentloop.policy import Rejected
-from agentloop.sessions import JsonlSessionStore, SessionRecorder
+from agentloop.sessions import JsonlSessionStore
 from agentloop_policies import ApprovalGate, ApprovalMode, MaxTurns, Sandbox
 
 from ._config import Config, ConfigError
 from ._keys import ApiKeys, default_model
 from ._prompt import system_prompt
+from ._recorder import FirstExchangeRecorder, new_session_id
 from ._toolbox import coding_tools
+from ._trust import CommandTrust
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from agentloop import AgentEvent, AgentTool, ToolCall
-    from agentloop.abc import SessionStore, StreamFn
+    from agentloop.abc import SessionStore, StreamFn, Toolset
     from agentloop.sessions import SessionInfo
     from agentloop_policies import ApprovalAnswer, AskFn
 
@@ -47,12 +66,14 @@ if TYPE_CHECKING:
 __all__ = ["NO_APPROVER", "CodingSession", "Mode", "list_sessions", "open_store"]
 
 Mode: TypeAlias = Literal["execute", "plan"]
+"""A session's mode: ``"plan"`` (read-only tools, a plan as the answer) or ``"execute"``."""
 
 NO_APPROVER = (
     "This call needs the user's approval and no one is there to give it, so it was not run. "
     "Say what you wanted to do; the user can allow it (approval mode 'bypassed', or trusting "
     "the tool) and run again."
 )
+"""What the model is told of a call that needs approval when no one can give it (headless)."""
 
 _NO_MODEL = (
     "no model is configured: pass -m provider:model-id (e.g. anthropic:claude-sonnet-4-5), "
@@ -67,14 +88,39 @@ def open_store(config: Config, environ: Mapping[str, str] | None = None) -> Json
 
 
 async def list_sessions(
-    config: Config, *, environ: Mapping[str, str] | None = None
+    config: Config,
+    *,
+    environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> list[SessionInfo]:
-    """The stored sessions, the most recently updated first (for a resume picker)."""
-    return await open_store(config, environ).list_sessions()
+    """The stored sessions, the most recently updated first, for a resume picker.
+
+    Each ``SessionInfo`` has what a picker shows: ``title`` (the first prompt's first line),
+    ``created_at`` and ``updated_at`` (milliseconds since the epoch), ``message_count``,
+    ``model`` and ``metadata["cwd"]`` (the workspace). Sessions holding no message are left
+    out.
+
+    Args:
+        config: where the sessions are (``sessions_dir``).
+        environ: the environment (default ``os.environ``).
+        workspace: only the sessions of this directory.
+
+    Raises:
+        SessionStoreError: the session directory cannot be read.
+    """
+    found = await open_store(config, environ).list_sessions()
+    where = None
+    if workspace is not None:
+        where = await anyio.to_thread.run_sync(os.path.realpath, os.fspath(workspace))
+    return [
+        info
+        for info in found
+        if info.message_count > 0 and (where is None or info.metadata.get("cwd") == where)
+    ]
 
 
 def _workspace(config: Config, directory: str | os.PathLike[str]) -> Workspace:
-    """The workspace at ``directory``, with the sandbox ``config`` asks for.
+    """The workspace at ``directory``, confined as ``config`` asks.
 
     Raises:
         ConfigError: ``directory`` is not a directory.
@@ -83,9 +129,15 @@ def _workspace(config: Config, directory: str | os.PathLike[str]) -> Workspace:
         root = Workspace(directory).root
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    # Extra roots are taken from the workspace when relative, as every other path is.
+    if not config.sandbox:
+        # Said by the front end (the command prints it); the setting is the user's own.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return Workspace(root, confined=False)
+    # Extra roots are taken from the workspace when relative, as every other path is. Paths
+    # are not pinned: the tools take them as given and check them again where they open.
     extra = [root / os.path.expanduser(r) for r in config.roots]
-    return Workspace(root, sandbox=Sandbox([root, *extra], cwd=root) if config.sandbox else None)
+    return Workspace(root, sandbox=Sandbox([root, *extra], cwd=root, pin=False))
 
 
 def _model_name(model: str | ModelSpec) -> str:
@@ -102,9 +154,11 @@ class CodingSession:
         approvals: the approval gate (mode, session trust).
         config: the settings it was made from.
         store: where the conversation is recorded (``None``: not recorded).
-        session_id: the stored session's id (``None`` when not recorded).
+        session_id: the session's id in the store (``None`` when not recorded); a new
+            session is only stored once it holds a real exchange (``recorded``).
         model: the model as a ``provider:model-id`` string.
         ask: asks a person about a tool call (set by the front end); ``None`` refuses.
+        commands: the ``bash`` commands that run without asking (``CommandTrust``).
         plan: the answer of the last run made in plan mode, if any.
     """
 
@@ -130,6 +184,10 @@ class CodingSession:
         self.session_id = session_id
         self.ask: AskFn | None = None
         self.plan: str | None = None
+        try:
+            self.commands = CommandTrust(config.trusted_commands)
+        except ValueError as exc:
+            raise ConfigError(f"trusted_commands: {exc}") from None
         agent.subscribe(self._on_event)
 
     # ---------------------------------------------------------------- making one
@@ -148,6 +206,7 @@ class CodingSession:
         stream_fn: StreamFn | None = None,
         ask: AskFn | None = None,
         environ: Mapping[str, str] | None = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> CodingSession:
         """A new session, or the stored session ``resume`` continued.
 
@@ -155,7 +214,8 @@ class CodingSession:
             config: the settings (default: ``Config()``).
             workspace: the directory the agent works in.
             resume: the id of a stored session to continue.
-            session_id: the id of the new session (default: a fresh one).
+            session_id: the id of the new session (default: a fresh one); it is stored from
+                its first real exchange on (module docs).
             store: where sessions are kept (default: ``config``'s JSONL directory).
             record: record the conversation in the store.
             model: the model (wins over the resumed session's and the config's); a
@@ -163,6 +223,7 @@ class CodingSession:
             stream_fn: the provider, for a ``ModelSpec`` or to replace the resolved one.
             ask: asks a person about tool calls needing approval.
             environ: the environment (API keys, the default model; default ``os.environ``).
+            toolsets: more tools for the agent, whose set may change (an MCP server group).
 
         Raises:
             ConfigError: no model is configured and none can be chosen, or the workspace is
@@ -211,6 +272,7 @@ class CodingSession:
             "pre_dispatch_policies": [sandbox] if sandbox is not None else [],
             "tool_timeout": config.tool_timeout,
             "get_api_key": ApiKeys(environ=environ),
+            "toolsets": toolsets,
         }
         agent: Agent[Any]
         if resume is not None:
@@ -221,11 +283,10 @@ class CodingSession:
             session_id = None if store is None else session_id
             agent = Agent(model=chosen, **options)  # an unknown model fails before the store
             if store is not None:
-                info = await store.create(
-                    session_id=session_id, model=_model_name(chosen), metadata={"cwd": str(root)}
+                session_id = await new_session_id(store, session_id)
+                agent.session = FirstExchangeRecorder(
+                    store, session_id, model=_model_name(chosen), metadata={"cwd": str(root)}
                 )
-                session_id = info.id
-                agent.session = SessionRecorder(store, session_id)
         if config.thinking is not None:
             agent.set_thinking_level(ThinkingLevel(config.thinking))
         session = cls(
@@ -277,6 +338,31 @@ class CodingSession:
     def approval_mode(self, mode: ApprovalMode | str) -> None:
         self.approvals.mode = mode
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the conversation is in the store (a new one is, from its first real
+        exchange on)."""
+        recorder = self.agent.session
+        if recorder is None:
+            return False
+        return not isinstance(recorder, FirstExchangeRecorder) or recorder.created
+
+    async def set_model(self, model: str) -> None:
+        """Use ``model`` (``provider:model-id``) from the next turn on; a recorded session
+        remembers it, so a resumed one goes on with it. The former provider is closed.
+
+        Raises:
+            UnknownModel: no installed provider resolves the model string.
+        """
+        former = self.agent.stream_fn
+        self.agent.set_model(model)
+        self.model = model
+        if self.store is not None and self.session_id is not None and self.recorded:
+            await self.store.update(self.session_id, model=model)
+        aclose = getattr(former, "aclose", None)
+        if aclose is not None and former is not self.agent.stream_fn:
+            await aclose()
+
     def tool(self, name: str) -> CodingTool | None:
         """The built-in tool called ``name``."""
         return next((t for t in self.tools if t.name == name), None)
@@ -284,6 +370,9 @@ class CodingSession:
     # ---------------------------------------------------------------- internals
 
     async def _ask(self, call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if call.name == "bash" and self.commands.allows(str(arguments.get("command", ""))):
+            return True  # a trusted command: nobody needs to be asked
         ask = self.ask
         if ask is None:
             return Rejected(reason=NO_APPROVER)

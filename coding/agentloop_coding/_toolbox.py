@@ -30,6 +30,7 @@ def coding_tools(
     workspace: Workspace | str | os.PathLike[str],
     *,
     sandbox: Sandbox | None = None,
+    confine: bool = True,
     bash: BashSettings | None = None,
     grep: Literal["auto", "rg", "python"] = "auto",
     shell: bool = True,
@@ -37,9 +38,15 @@ def coding_tools(
     """The built-in tools working in ``workspace``: read_file, list_dir, glob, grep (read-only)
     and write_file, edit_file, bash.
 
+    The file tools are confined to the workspace (or to the roots of ``sandbox``): a path
+    outside is an error result, and a symbolic link cannot lead outside (see ``Workspace``).
+    ``confine=False`` lets them use any path the process can; it warns.
+
     Args:
         workspace: a ``Workspace``, or its root directory.
-        sandbox: with a directory for ``workspace``, the sandbox its paths must pass.
+        sandbox: with a directory for ``workspace``, the sandbox whose roots the tools are
+            confined to (default: the directory alone).
+        confine: ``False`` lifts the confinement of a directory given as ``workspace``.
         bash: how ``bash`` runs commands.
         grep: ``grep``'s search program: ``"auto"`` (ripgrep when installed), ``"rg"``,
             ``"python"``.
@@ -49,7 +56,7 @@ def coding_tools(
         ValueError: the workspace root is not a directory.
     """
     if not isinstance(workspace, Workspace):
-        workspace = Workspace(workspace, sandbox=sandbox)
+        workspace = Workspace(workspace, sandbox=sandbox, confined=confine)
     settings = bash or BashSettings()
     tools: list[CodingTool] = [
         ReadFile(workspace),
@@ -68,6 +75,7 @@ def coding_tools(
                 max_output=settings.max_output,
                 env_allow=settings.env_allow,
                 env=settings.env,
+                limits=settings.limits,
             )
         )
     return tools

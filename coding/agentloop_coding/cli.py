@@ -105,6 +105,13 @@ def load_settings(args: argparse.Namespace) -> LoadedConfig:
     loaded = load_config(args.cwd, overrides=overrides, user_file=args.config)
     for warning in loaded.warnings:
         print(f"agentloop: warning: {warning}", file=sys.stderr)
+    if not loaded.config.sandbox:
+        where = loaded.sources.get("sandbox", "the configuration")
+        print(
+            f"agentloop: warning: the sandbox is off ({where}): the file tools can read and "
+            "change any file you can",
+            file=sys.stderr,
+        )
     if args.trust:
         unknown = [name for name in args.trust if name not in TOOL_NAMES]
         if unknown:
@@ -215,12 +222,33 @@ def _read_prompt(words: list[str]) -> str:
     return text
 
 
+def _log_to_stderr(verbose: bool) -> None:
+    """Show the library's warnings (a server that does not answer yet, a retry, a tool that
+    raised) on stderr, one line each, tracebacks only with ``-v``."""
+    import logging
+
+    class _Line(logging.Formatter):
+        def formatException(self, ei: Any) -> str:  # noqa: N802 (logging's name)
+            return super().formatException(ei) if verbose else ""
+
+        def format(self, record: logging.LogRecord) -> str:
+            return super().format(record).rstrip()
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Line("agentloop: %(message)s"))
+    root = logging.getLogger("agentloop")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    root.propagate = False
+
+
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from ._run import run_headless
     from ._scripted import register_scripted
 
+    _log_to_stderr(args.verbose)
     register_scripted()
     loaded = load_settings(args)
     words = list(args.prompt)
@@ -248,6 +276,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 RUN = CliCommand("run one prompt headless", _configure_run, _run)
+"""``agentloop run``: one prompt, headless (``--json`` for event lines)."""
 
 
 # ---------------------------------------------------------------- acp
@@ -267,6 +296,7 @@ def _acp(args: argparse.Namespace) -> int:
 
 
 ACP = CliCommand("serve the Agent Client Protocol on stdio (for editors)", add_common_options, _acp)
+"""``agentloop acp``: the coding agent as an Agent Client Protocol server on stdio."""
 
 
 # ---------------------------------------------------------------- config
@@ -296,6 +326,7 @@ def _show_config(args: argparse.Namespace) -> int:
 CONFIG = CliCommand(
     "show the effective settings and the files they come from", add_common_options, _show_config
 )
+"""``agentloop config``: the effective settings and every file looked for."""
 
 
 # ---------------------------------------------------------------- sessions
@@ -319,9 +350,11 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 SESSIONS = CliCommand("list the stored sessions, newest first", add_common_options, _sessions)
+"""``agentloop sessions``: the stored sessions, newest first."""
 
 
 COMMANDS = {"run": RUN, "acp": ACP, "config": CONFIG, "sessions": SESSIONS}
+"""The coding agent's subcommands of ``agentloop``, by name."""
 
 
 def main(argv: list[str] | None = None) -> int:

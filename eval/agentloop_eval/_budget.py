@@ -71,6 +71,7 @@ class DuplicateCalls:
         self.name = "duplicate calls"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """The share of repeated calls, against ``max_ratio``."""
         ratio = duplicate_call_ratio(trajectory, tree=self.tree)
         return Check(
             name=self.name,
@@ -91,6 +92,7 @@ class Steps:
         self.name = "steps vs optimal"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """The number of tool calls, against ``optimal`` times ``max_ratio``."""
         ratio = step_ratio(trajectory, self.optimal, tree=self.tree)
         score = 1.0 if ratio <= 1.0 else 1.0 / ratio
         return Check(
@@ -137,6 +139,7 @@ class Budget:
         return over
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """What the run spent, against each limit."""
         over = self.overruns(trajectory)
         return Check(name=self.name, passed=not over, detail="; ".join(over))
 

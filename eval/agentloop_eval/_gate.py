@@ -58,6 +58,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def regressions(self) -> list[Comparison]:
+        """The comparisons whose verdict is a regression."""
         return [c for c in self.comparisons if c.verdict == "regression"]
 
     def summary(self) -> str:

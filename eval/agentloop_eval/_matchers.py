@@ -174,6 +174,7 @@ class ToolPath:
         self.name = f"tool path ({mode.replace('_', ' ')})"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Compare the calls made with the expected path (see ``MatchMode``)."""
         actual = list(trajectory.walk_tool_calls()) if self.tree else trajectory.tool_calls
         problem = _MODES[self.mode](self.expected, actual)
         if problem is None:
@@ -197,6 +198,7 @@ class Contains:
         self.name = f"contains {text!r}"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Whether the final answer contains the text."""
         answer, text = trajectory.text, self.text
         if self.ignore_case:
             answer, text = answer.casefold(), text.casefold()
@@ -214,6 +216,7 @@ class NotContains:
         self.name = f"does not contain {text!r}"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Whether the final answer does not contain the text."""
         answer, text = trajectory.text, self.text
         if self.ignore_case:
             answer, text = answer.casefold(), text.casefold()
@@ -237,6 +240,7 @@ class Regex:
         self.name = f"matches /{pattern}/"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Whether the final answer matches the expression."""
         if self.pattern.search(trajectory.text):
             return Check(name=self.name, passed=True)
         return Check(
@@ -266,6 +270,7 @@ class JsonSchema:
         self.name = "JSON schema"
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Whether the run's output (typed, or the answer parsed as JSON) fits the schema."""
         value = trajectory.output
         if isinstance(value, str):
             fenced = _FENCE.match(value)
@@ -295,6 +300,7 @@ class Custom:
         self.name: str = name or str(getattr(fn, "__name__", "custom check"))
 
     async def check(self, trajectory: Trajectory) -> Check:
+        """Whatever the function says of the trajectory."""
         outcome: Any = self.fn(trajectory)
         if inspect.isawaitable(outcome):
             outcome = await outcome

@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 Status: TypeAlias = Literal["passed", "failed", "error"]
+"""How one run of a case ended: it ``passed`` or ``failed`` its checks, or was an ``error``
+that says nothing of the agent (an abort, a timeout, an authentication, network or throttling
+failure): error runs are left out of the pass rate."""
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -66,14 +69,17 @@ class CaseResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def passed(self) -> int:
+        """Runs that passed."""
         return sum(1 for r in self.runs if r.status == "passed")
 
     @property
     def failed(self) -> int:
+        """Runs that failed."""
         return sum(1 for r in self.runs if r.status == "failed")
 
     @property
     def errors(self) -> int:
+        """Runs that ended in an error (not scored)."""
         return sum(1 for r in self.runs if r.status == "error")
 
     @property
@@ -112,22 +118,27 @@ class Report(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def runs(self) -> int:
+        """Runs over every case."""
         return sum(len(c.runs) for c in self.cases)
 
     @property
     def passed(self) -> int:
+        """Runs that passed, over every case."""
         return sum(c.passed for c in self.cases)
 
     @property
     def failed(self) -> int:
+        """Runs that failed, over every case."""
         return sum(c.failed for c in self.cases)
 
     @property
     def errors(self) -> int:
+        """Runs that ended in an error, over every case."""
         return sum(c.errors for c in self.cases)
 
     @property
     def pass_rate(self) -> float | None:
+        """Passed over scored runs of every case; ``None`` when no run could be scored."""
         scored = self.passed + self.failed
         return self.passed / scored if scored else None
 

@@ -158,9 +158,11 @@ class Suite:
         return judge.model or self.config.judge_model or self.model(case)
 
     def repeats(self, case: EvalCase) -> int:
+        """How many times ``case`` runs: its own ``repeats``, else the suite's."""
         return case.repeats or self.config.repeats
 
     def timeout(self, case: EvalCase) -> float:
+        """Seconds one run of ``case`` may take: its own, else the suite's."""
         return case.timeout or self.config.timeout
 
     def threshold(self, case: EvalCase) -> float:
@@ -170,6 +172,9 @@ class Suite:
         return self.config.thresholds.cases.get(case.name, self.config.thresholds.default)
 
     def record_tools(self, case: EvalCase) -> bool:
+        """Whether ``case``'s tool results are recorded in cassettes: its own setting, else the
+        suite's.
+        """
         return self.config.record_tools if case.record_tools is None else case.record_tools
 
     def select(self, *, names: Iterable[str] = (), tags: Iterable[str] = ()) -> Suite:

@@ -20,3 +20,4 @@ class _Eval:
 
 
 EVAL = _Eval()
+"""The ``agentloop eval`` command (registered in the ``agentloop.commands`` entry-point group)."""

@@ -34,6 +34,7 @@ __all__ = [
 LogLevel: TypeAlias = Literal[
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
 ]
+"""An MCP log level (RFC 5424's severities), from the least to the most severe."""
 
 
 class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,6 +149,7 @@ class HttpServer(_Spec, frozen=True, kw_only=True, tag="http"):
 
 
 ServerSpec: TypeAlias = StdioServer | HttpServer
+"""How to reach one MCP server: a program over stdio, or a URL."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

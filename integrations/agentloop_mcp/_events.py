@@ -135,3 +135,4 @@ McpEvent: TypeAlias = (
     | ElicitationAnswered
     | ElicitationCompleted
 )
+"""Any event a toolset reports about its servers (``on_event``)."""

@@ -113,6 +113,7 @@ class McpTool(Tool):
         return arguments
 
     async def execute(self, call_id: str, arguments: Any, on_update: OnUpdate) -> AgentToolResult:
+        """Call the tool on its server, through the toolset's connection."""
         return await self._toolset.call(self, arguments, on_update)
 
     def same_as(self, info: types.Tool) -> bool:

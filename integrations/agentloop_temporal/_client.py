@@ -83,6 +83,7 @@ class AgentRun:
 
     @property
     def workflow_id(self) -> str:
+        """The workflow id of the run (shared by a conversation's runs)."""
         return self.handle.id
 
     @property

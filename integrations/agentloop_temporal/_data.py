@@ -55,10 +55,15 @@ T = TypeVar("T")
 
 # Stable names: a history recorded by one deployment names these, so they never change.
 WORKFLOW_NAME = "agentloop.run"
+"""The Temporal workflow type of an agent run (``AgentWorkflow``)."""
 MODEL_ACTIVITY = "agentloop.model_call"
+"""The activity type of one model call."""
 TOOL_ACTIVITY = "agentloop.tool_call"
+"""The activity type of one tool call."""
 DESCRIBE_ACTIVITY = "agentloop.describe_tools"
+"""The activity type that tells a workflow the specs of the workers' tools."""
 PUBLISH_ACTIVITY = "agentloop.publish"
+"""The (local) activity type that hands a workflow's own events to the workers' sink."""
 
 ApprovalMode = Literal["tools", "all", "none"]
 QueueMode = Literal["one_at_a_time", "all"]
@@ -82,7 +87,9 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
         heartbeat: an attempt that has not heartbeaten for this long is considered lost (its
             worker crashed) and is tried again; the activities heartbeat several times within it.
         max_attempts: attempts in all (``0``: unlimited).
-        initial_interval, backoff, max_interval: the delay between attempts.
+        initial_interval: seconds before the second attempt.
+        backoff: what each further wait is multiplied by.
+        max_interval: the longest wait between attempts.
     """
 
     start_to_close: float = 600.0
@@ -114,10 +121,12 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             ``requires_approval``, ``"all"`` every call, ``"none"`` none.
         approval_timeout: seconds after which an unanswered approval is rejected (``None``:
             wait as long as it takes).
-        steering_mode, follow_up_mode: as ``Agent``'s.
+        steering_mode: as ``Agent``'s.
+        follow_up_mode: as ``Agent``'s.
         tool_execution: ``"concurrent"`` or ``"sequential"``.
         max_concurrent_tools: at most this many tool activities at once.
-        model_calls, tool_calls: timeouts and retries of the activities.
+        model_calls: timeouts and retries of the model-call activities.
+        tool_calls: timeouts and retries of the tool-call activities.
         publish: whether the run's events are published to the workers' event sink.
         agent_name: the agent's name in events.
     """
@@ -154,8 +163,10 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
         status: ``"running"`` or ``"finished"``.
         turn: the current turn's index.
         messages: how many messages the history holds.
-        usage, cost: summed over the run's answers so far.
-        steering, follow_up: the queued messages not yet taken.
+        usage: summed over the run's answers so far.
+        cost: summed over the run's answers so far.
+        steering: the queued steering messages not yet taken.
+        follow_up: the queued follow-up messages not yet taken.
         pending_approvals: the calls waiting for an answer.
     """
 

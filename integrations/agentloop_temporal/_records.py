@@ -62,7 +62,8 @@ class StreamRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     """One event of a run, as published to a sink.
 
     Attributes:
-        workflow_id, run_id: the run (a conversation's runs share the workflow id).
+        workflow_id: the run's workflow (a conversation's runs share it).
+        run_id: the run.
         source: ``"workflow"``, ``"model"`` or ``"tool"`` (see the module's documentation).
         key: for activity records, the activity (``model-2``, ``tool-5``).
         attempt: for activity records, the attempt that produced it (1, 2, ...).
@@ -84,7 +85,8 @@ class EventSink(Protocol):
     """Where workers publish records. ``publish`` must not raise for a slow reader: buffer or
     drop; an exception is logged and the run goes on without its stream."""
 
-    async def publish(self, records: Sequence[StreamRecord]) -> None: ...
+    async def publish(self, records: Sequence[StreamRecord]) -> None:
+        """Hand ``records`` on (buffer or drop for a slow reader; never raise for one)."""
 
 
 class EventSource(Protocol):
@@ -92,7 +94,10 @@ class EventSource(Protocol):
 
     def subscribe(
         self, workflow_id: str
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRecord]]: ...
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRecord]]:
+        """The records of ``workflow_id`` from now on, as an async context manager yielding an
+        async iterator.
+        """
 
 
 class EventHub:
@@ -107,6 +112,7 @@ class EventHub:
         self._subscribers: dict[str, set[MemoryObjectSendStream[StreamRecord]]] = {}
 
     async def publish(self, records: Sequence[StreamRecord]) -> None:
+        """Send each record to its workflow id's subscribers (waiting while a buffer is full)."""
         for record in records:
             for send in list(self._subscribers.get(record.workflow_id, ())):
                 try:
@@ -115,6 +121,7 @@ class EventHub:
                     self._drop(record.workflow_id, send)
 
     def subscribe(self, workflow_id: str) -> _Subscription:
+        """The records of ``workflow_id`` from now on (``async with hub.subscribe(id) as it:``)."""
         return _Subscription(self, workflow_id)
 
     def _add(self, workflow_id: str, send: MemoryObjectSendStream[StreamRecord]) -> None:

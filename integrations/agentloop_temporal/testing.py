@@ -74,6 +74,17 @@ class DevServer:
         self.output: list[str] = []
         self.reader: threading.Thread | None = None
 
+    def serving(self) -> bool:
+        """Whether the process is running and its gRPC port accepts a connection."""
+        if self.process.poll() is not None:
+            return False
+        host, _, port = self.address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=5):
+                return True
+        except OSError:
+            return False
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server: SIGTERM to its process id, SIGKILL if it lingers."""
         if self.process.poll() is None:
@@ -97,20 +108,38 @@ def start_dev_server(
     port: int | None = None,
     db_filename: str | None = None,
     timeout: float = 60.0,
+    attempts: int = 3,
 ) -> DevServer:
     """Start a Temporal dev server on ``ip`` (loopback by default) and wait until it serves.
+
+    A port picked here is free when picked, not when the server binds it: when no ``port`` is
+    given, a server that exits while starting is started again on another free port, up to
+    ``attempts`` times. Its HTTP API and metrics ports are left to the server, which picks free
+    ones as it binds them.
 
     Args:
         ip: the address it listens on.
         port: its gRPC port (a free one by default).
         db_filename: a SQLite file to keep its state in (in memory by default).
-        timeout: seconds to wait for it.
+        timeout: seconds to wait for each attempt.
+        attempts: how many starts to try when ``port`` is not given.
 
     Raises:
-        RuntimeError: it exited or did not start in time.
+        RuntimeError: it exited or did not start in time (the message ends with its output).
         FileNotFoundError: no ``temporal`` command.
     """
-    port = port or _free_port(ip)
+    tries = 1 if port is not None else max(1, attempts)
+    failure = ""
+    for _ in range(tries):
+        server = _start_once(ip, port or _free_port(ip), db_filename, timeout)
+        if server.serving():
+            return server
+        server.stop()
+        failure = "".join(server.output[-20:])
+    raise RuntimeError(f"the Temporal dev server did not start: {failure}")
+
+
+def _start_once(ip: str, port: int, db_filename: str | None, timeout: float) -> DevServer:
     command = [
         temporal_cli(),
         "server",
@@ -120,10 +149,6 @@ def start_dev_server(
         ip,
         "--port",
         str(port),
-        "--http-port",
-        str(_free_port(ip)),
-        "--metrics-port",
-        str(_free_port(ip)),
         "--log-level",
         "error",
     ]
@@ -146,9 +171,7 @@ def start_dev_server(
 
     server.reader = threading.Thread(target=read, name="temporal-dev-server-output", daemon=True)
     server.reader.start()
-    if not ready.wait(timeout) or process.poll() is not None:
-        server.stop()
-        raise RuntimeError(f"the Temporal dev server did not start: {''.join(server.output[-20:])}")
+    ready.wait(timeout)
     return server
 
 

@@ -63,9 +63,13 @@ class AlwaysAllow:
 
 
 ALWAYS_ALLOW = AlwaysAllow()
+"""The ``AlwaysAllow`` answer: approve this call and trust its tool for the session."""
 
 ApprovalAnswer: TypeAlias = Approved | ApprovedWith | Rejected | AlwaysAllow | bool
+"""What ``ask`` may answer (``True`` approves, ``False`` rejects)."""
 AskFn: TypeAlias = Callable[["ToolCall", "AgentTool | None"], Awaitable[ApprovalAnswer]]
+"""The function ``ApprovalGate`` asks about a call (the tool is ``None`` when none has the
+call's name)."""
 
 
 class ApprovalGate:

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 PATH_FORMATS = frozenset({"path", "file-path", "filepath", "file", "directory", "dir-path"})
+"""JSON Schema ``format`` values that declare a string a path (compared in lower case)."""
 NOT_PATH_FORMATS = frozenset(
     {
         "not-path",
@@ -44,6 +45,7 @@ NOT_PATH_FORMATS = frozenset(
         "ipv6",
     }
 )
+"""JSON Schema ``format`` values that say a string is not a path (the sandbox skips it)."""
 PATH: Final = "path"
 NOT_PATH: Final = "not-path"
 

@@ -102,6 +102,11 @@ class WatchedPolicy:
         self._audit = audit
 
     def evaluate(self, ctx: Any) -> Any:
+        """The wrapped policy's verdict, logged.
+
+        Raises:
+            Exception: whatever the wrapped policy raises (logged first).
+        """
         try:
             verdict = self.policy.evaluate(ctx)
         except Exception as exc:

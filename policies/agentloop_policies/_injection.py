@@ -152,6 +152,8 @@ INJECTION_RULES: dict[str, re.Pattern[str]] = {
         r"|(?m:^ ?#{1,6} ?(?:system(?: prompt| message| instructions?)?|new instructions) ?:?$)"
     ),
 }
+"""``PromptInjectionGuard``'s rules by family name, each a regular expression over a result's
+text (after normalisation); ``rules=`` picks some of them by name."""
 # Written without spaces, for words made of split letters ("i g n o r e ...").
 _SPACELESS = re.compile(
     r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|of|my|these|those){0,3}"

@@ -33,6 +33,7 @@ DEFAULT_NUDGE = (
     "Repeating it will not give a different result. Change your approach: use different "
     "arguments or another tool, or answer with what you have."
 )
+"""What ``LoopDetection`` tells the model when it repeats a call (``{tool}`` is its name)."""
 
 _Signature = tuple[str, str]
 

@@ -74,9 +74,14 @@ class RecommendedPolicies:
         extra_post_loop: more post-loop policies, run after the bundled ones.
 
     Attributes:
-        max_turns, budget, deny_list, sandbox: the bundled policies (``None`` when left out).
-        pre_turn_policies, pre_dispatch_policies, post_turn_policies, post_loop_policies:
-            the lists to give the loop.
+        max_turns: the bundled ``MaxTurns`` (``None`` when left out).
+        budget: the bundled ``Budget`` (``None`` when left out).
+        deny_list: the bundled ``ToolDenyList`` (``None`` when left out).
+        sandbox: the bundled ``Sandbox`` (``None`` when left out).
+        pre_turn_policies: the list to give the loop's ``pre_turn_policies``.
+        pre_dispatch_policies: the list to give the loop's ``pre_dispatch_policies``.
+        post_turn_policies: the list to give the loop's ``post_turn_policies``.
+        post_loop_policies: the list to give the loop's ``post_loop_policies``.
 
     Raises:
         ValueError: an invalid limit (as ``MaxTurns``, ``Budget``) or pattern.

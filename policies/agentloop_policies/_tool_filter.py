@@ -100,7 +100,8 @@ class ToolDenyList:
         case_sensitive: match names as written.
 
     Raises:
-        TypeError, ValueError: as ``ToolPatterns``.
+        TypeError: a pattern is not a string.
+        ValueError: a pattern is empty or only whitespace.
     """
 
     __slots__ = ("_patterns", "reason")
@@ -117,6 +118,7 @@ class ToolDenyList:
 
     @property
     def patterns(self) -> tuple[str, ...]:
+        """The patterns, as given."""
         return self._patterns.patterns
 
     def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:
@@ -150,7 +152,8 @@ class ToolAllowList:
         case_sensitive: match names as written (the default); ``False`` ignores case.
 
     Raises:
-        TypeError, ValueError: as ``ToolPatterns``.
+        TypeError: a pattern is not a string.
+        ValueError: a pattern is empty or only whitespace.
     """
 
     __slots__ = ("_patterns", "reason")
@@ -167,6 +170,7 @@ class ToolAllowList:
 
     @property
     def patterns(self) -> tuple[str, ...]:
+        """The patterns, as given."""
         return self._patterns.patterns
 
     def evaluate(self, ctx: DispatchContext) -> DispatchVerdict:

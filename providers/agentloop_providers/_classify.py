@@ -156,6 +156,9 @@ OVERFLOW_WORDINGS: tuple[tuple[str, str, str], ...] = (
     ("generic", r"context[_ ]length[_ ]exceeded", "context length exceeded"),
     ("generic", r"context window (?:is )?(?:exceeded|too small)", "context window exceeded"),
 )
+"""How each provider says a request overflows the context window: ``(provider, regular
+expression (case-insensitive), an example the provider sends)``. ``is_context_overflow`` matches
+an error's text against every pattern."""
 
 _OVERFLOW_RE = re.compile("|".join(f"(?:{p})" for _, p, _ in OVERFLOW_WORDINGS), re.IGNORECASE)
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})

@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SKIP_SIGNATURE", "gemini_payload"]
 
-# A documented placeholder for calls whose signature was never seen (history made elsewhere).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""Gemini's documented placeholder thought signature, sent with a Gemini 3 function call whose
+signature was never seen (a history made with another provider or by hand)."""
 
 
 def _image(image: Image) -> dict[str, Any]:

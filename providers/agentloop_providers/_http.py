@@ -30,14 +30,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
 import httpx
 import msgspec
 
-from agentloop import ErrorKind
+from agentloop import ErrorKind, MissingExtra
 from agentloop.stream import Done, ErrorEvent
 
 from ._classify import classify_payload, classify_response, decode_body
@@ -55,7 +55,7 @@ from ._translate import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
     from contextlib import AbstractContextManager
     from types import TracebackType
 
@@ -72,10 +72,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agentloop.providers")
+T = TypeVar("T")
 
 _json_encode = msgspec.json.Encoder().encode
 _MAX_ERROR_BODY = 64 * 1024
 _CLOSE_TIMEOUT = 5.0
+_MAX_URLS = 64  # parsed endpoints kept (one per model, for most adapters)
+_DRAIN_SECONDS = 0.25  # after a complete answer: what is left of its body, to keep the
+_DRAIN_BYTES = 64 * 1024  # connection (more, or later, and the connection is dropped)
 
 
 def _current_loop() -> object:
@@ -92,15 +96,29 @@ class HttpProvider:
             ``get_api_key``) wins over it; the ``env_var`` environment variable is the fallback.
         client: an ``httpx.AsyncClient`` to use. The provider never closes a client it was
             given; it creates (lazily) and closes its own otherwise.
-        idle_timeout: seconds without a byte from the server (before the headers or between
-            chunks) after which the call ends as a ``network`` error: 120 s by default. Any
+        first_byte_timeout: seconds to wait, once the request is sent, for the answer's first
+            byte (its headers and the first piece of its body): 120 s by default. Past it the
+            call ends as a ``timeout`` error, which is not retried by default (the server has
+            the request; sending it again rarely helps a server that stays silent).
+            (``agentloop run`` and the terminal UI say while they wait: "no answer from
+            http://127.0.0.1:8080/v1 for 30 s, still waiting…".)
+        idle_timeout: seconds without a byte from the server between two pieces of the answer
+            after which the call ends as a ``network`` error (retried): 120 s by default. Any
             byte resets it, a keep-alive comment included, so it cannot bound a whole call.
+            A model that thinks silently for longer than these (some reasoning models stream
+            nothing until they are done) needs larger values of both.
         deadline: seconds the whole call may take, from sending the request to the last byte
             of the answer (connecting and the headers included); past it the call ends as a
             ``network`` error, retried like a timeout. ``None``, the default, sets no deadline:
             a slow answer that keeps streaming is never cut.
         connect_timeout: seconds to establish a connection (10 s by default).
         headers: extra headers sent with every request.
+        http2: offer HTTP/2 to servers that speak it (over TLS; the ``[http2]`` extra brings
+            ``h2``). Measured on loopback (``benchmarks/bench_http2.py``): ten answers started
+            at once on a new client reach their first token sooner (24–34 ms against 39–60:
+            one TLS handshake instead of ten), but one stream reads 15–20% fewer tokens per
+            second and gets its first one later (httpx's HTTP/2 is pure Python), so it is off
+            by default.
         max_event_bytes: the largest frame the decoder may buffer (an SSE line or event, a
             JSON line, a binary message): 16 MiB by default. A larger one ends the call as an
             ``other`` error naming the limit, with memory bounded by a small multiple of it.
@@ -132,10 +150,12 @@ class HttpProvider:
         base_url: str | None = None,
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
+        first_byte_timeout: float = 120.0,
         idle_timeout: float = 120.0,
         deadline: float | None = None,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        http2: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         request_cache_bytes: int = DEFAULT_REQUEST_CACHE_BYTES,
     ) -> None:
@@ -146,10 +166,18 @@ class HttpProvider:
         self._client = client
         self._owns_client = client is None
         self._client_loop: object = None
+        self.first_byte_timeout = first_byte_timeout
         self.idle_timeout = idle_timeout
         self.deadline = deadline
+        # The environment variable that points this provider elsewhere, named in transport
+        # errors (a preset sets it: ``LLAMACPP_BASE_URL``...).
+        self.base_url_env: str | None = None
+        self._urls: dict[str, httpx.URL] = {}
         self.connect_timeout = connect_timeout
         self.extra_headers = dict(headers or {})
+        if http2:
+            MissingExtra.check("HttpProvider(http2=True)", "http2", "h2")
+        self.http2 = http2
         self.max_event_bytes = max_event_bytes
         self.request_cache: RequestCache | None = (
             RequestCache(request_cache_bytes) if request_cache_bytes > 0 else None
@@ -162,8 +190,9 @@ class HttpProvider:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self.base_url!r}, idle_timeout={self.idle_timeout!r}, "
-            f"deadline={self.deadline!r})"
+            f"{type(self).__name__}(base_url={self.base_url!r}, "
+            f"first_byte_timeout={self.first_byte_timeout!r}, "
+            f"idle_timeout={self.idle_timeout!r}, deadline={self.deadline!r})"
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -182,7 +211,7 @@ class HttpProvider:
             self.logger.debug("a new HTTP client for a new event loop")
             self._client = None
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout())
+            self._client = httpx.AsyncClient(timeout=self._timeout(), http2=self.http2)
             self._owns_client = True
             self._client_loop = loop
         return self._client
@@ -208,9 +237,12 @@ class HttpProvider:
         await self.aclose()
 
     def _timeout(self) -> httpx.Timeout:
+        # httpx's read timeout bounds each read; the first byte has a bound of its own (see
+        # ``_first_byte``), so a read may wait for the longer of the two.
+        read = max(self.idle_timeout, self.first_byte_timeout)
         return httpx.Timeout(
             connect=self.connect_timeout,
-            read=self.idle_timeout,
+            read=read,
             write=self.idle_timeout,
             pool=self.connect_timeout,
         )
@@ -268,8 +300,10 @@ class HttpProvider:
         parameters this library does not model (``top_p``, ``seed``, ``response_format``...).
 
         Raises:
-            ValueError, TypeError, msgspec.EncodeError: the request cannot be built (the call
-                then ends as an ``other`` error).
+            ValueError: the request cannot be built (the call then ends as an ``other``
+                error).
+            TypeError: as ``ValueError``.
+            msgspec.EncodeError: as ``ValueError``.
         """
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         headers.update(self.headers(api_key, model, options))
@@ -280,11 +314,21 @@ class HttpProvider:
             body = {**body, **extra_body}  # provider parameters this library does not model
         return self.client.build_request(
             "POST",
-            self.endpoint(model, options),
+            self._url(self.endpoint(model, options)),
             headers=headers,
             content=_json_encode(body),
             timeout=self._timeout(),
         )
+
+    def _url(self, endpoint: str) -> httpx.URL:
+        """``endpoint`` parsed once (parsing a URL is a third of building a request)."""
+        urls = self._urls
+        url = urls.get(endpoint)
+        if url is None:
+            if len(urls) >= _MAX_URLS:
+                urls.clear()
+            url = urls[endpoint] = httpx.URL(endpoint)
+        return url
 
     # ------------------------------------------------------------------ the StreamFn
 
@@ -312,11 +356,12 @@ class HttpProvider:
             yield ErrorEvent(kind=ErrorKind.AUTH, message=f"{name}: {exc}")
             return
         if key is None and self.requires_api_key:
-            hint = f" or set {self.env_var}" if self.env_var else ""
-            yield ErrorEvent(
-                kind=ErrorKind.AUTH,
-                message=f"{name}: no API key (pass one through get_api_key{hint})",
+            where = (
+                f"set {self.env_var} (or pass api_key=, or get_api_key)"
+                if self.env_var
+                else "pass api_key= or get_api_key"
             )
+            yield ErrorEvent(kind=ErrorKind.AUTH, message=f"{name}: no API key: {where}")
             return
         with tracking(*self.secrets_for(key)):  # kept out of the HTTP stack's log records
             try:
@@ -324,31 +369,45 @@ class HttpProvider:
             except (ValueError, TypeError, msgspec.EncodeError) as exc:
                 yield self._fail(ErrorKind.OTHER, f"{name}: cannot build the request: {exc}", key)
                 return
-            self.logger.debug("%s: POST %s", name, request.url.copy_with(query=None))
-            until = None if self.deadline is None else anyio.current_time() + self.deadline
+            where = _where(request.url)
+            self.logger.debug("%s: POST %s", name, where)
+            start = anyio.current_time()
+            until = None if self.deadline is None else start + self.deadline
+            first = _FirstByte(self, where, start, until)
             try:
-                with _until(until):
-                    response = await self.client.send(request, stream=True)
+                response = await first.wait(self.client.send(request, stream=True))
             except TimeoutError:
-                yield self._past_deadline()
+                yield first.timed_out()
                 return
             except httpx.TimeoutException as exc:
-                what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting"
-                yield self._fail(ErrorKind.NETWORK, f"{name}: timed out {what} ({exc!r})", key)
+                if isinstance(exc, httpx.ConnectTimeout):
+                    problem = f"cannot connect to {where}: no answer in {self.connect_timeout:g}s"
+                else:
+                    problem = f"timed out waiting for {where} ({type(exc).__name__})"
+                yield self._fail(ErrorKind.NETWORK, f"{name}: {problem}{self._hint()}", key)
                 return
             except httpx.TransportError as exc:
-                yield self._fail(ErrorKind.NETWORK, f"{name}: connection failed: {exc!r}", key)
+                yield self._fail(
+                    ErrorKind.NETWORK,
+                    f"{name}: cannot connect to {where}{_proxy(request.url)}: "
+                    f"{_reason(exc)}{self._hint()}",
+                    key,
+                )
                 return
             chunks: AsyncIterator[bytes] | None = None
+            complete = False
             try:
                 status = response.status_code
                 self.logger.debug("%s: HTTP %d", name, status)
                 if status >= 400:
                     with _until(until):
                         body = self._scrubbed(await _read_limited(response), key)
-                    yield self._redacted(
-                        classify_response(name, status, response.headers, body), key
-                    )
+                    error = classify_response(name, status, response.headers, body)
+                    if status in (404, 405):
+                        # A wrong base URL, most often: say which one, and how to change it.
+                        message = f"{error.message} (from {where}{self._hint(',')})"
+                        error = msgspec.structs.replace(error, message=message)
+                    yield self._redacted(error, key)
                     return
                 decoder = self.new_decoder()
                 parser = self.new_parser(model, options)
@@ -361,15 +420,23 @@ class HttpProvider:
                     yield self._redacted(classify_payload(name, decode_body(body)), key)
                     return
                 chunks = response.aiter_bytes()
-                while (chunk := await _next(chunks, until)) is not None:
+                try:
+                    chunk = await first.wait(anext(chunks, None))
+                except TimeoutError:
+                    yield first.timed_out()
+                    return
+                while chunk is not None:
                     for event in events_of(self.provider_name, decoder, parser, chunk):
                         cls = type(event)
                         if cls is ErrorEvent:
                             yield self._redacted(event, key)  # type: ignore[arg-type]
                             return
-                        yield event
                         if cls is Done:
+                            complete = True  # (the consumer may close the stream at once)
+                            yield event
                             return
+                        yield event
+                    chunk = await _next(chunks, until, self.idle_timeout)
                 for event in tail_of(self.provider_name, decoder, parser):
                     cls = type(event)
                     yield self._redacted(event, key) if cls is ErrorEvent else event  # type: ignore[arg-type]
@@ -379,19 +446,37 @@ class HttpProvider:
                     kind=ErrorKind.NETWORK,
                     message=f"{name}: the stream ended before the message was complete",
                 )
+            except _Idle:
+                yield ErrorEvent(
+                    kind=ErrorKind.NETWORK,
+                    message=f"{name}: no data from {where} for {self.idle_timeout:g}s",
+                )
             except TimeoutError:
                 yield self._past_deadline()
             except httpx.TimeoutException:
                 yield ErrorEvent(
                     kind=ErrorKind.NETWORK,
-                    message=f"{name}: no data from the server for {self.idle_timeout:g}s",
+                    message=f"{name}: no data from {where} for {self.idle_timeout:g}s",
                 )
             except httpx.TransportError as exc:
-                yield self._fail(ErrorKind.NETWORK, f"{name}: the stream broke off: {exc!r}", key)
+                yield self._fail(
+                    ErrorKind.NETWORK,
+                    f"{name}: the stream from {where} broke off: {_reason(exc)}",
+                    key,
+                )
             finally:
                 # Runs on cancellation and on aclose() too; shielded so the socket really closes.
                 with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                    if complete and chunks is not None:
+                        await _drain(chunks)
                     await _close(response, chunks)
+
+    def _hint(self, sep: str = ";") -> str:
+        """How to point this provider elsewhere, for errors that say it is not where it was
+        looked for."""
+        if not self.base_url_env:
+            return ""
+        return f"{sep} set {self.base_url_env} to change the address"
 
     def _past_deadline(self) -> ErrorEvent:
         return ErrorEvent(
@@ -411,6 +496,87 @@ class HttpProvider:
         return msgspec.structs.replace(event, message=message)
 
 
+def _where(url: httpx.URL) -> str:
+    """Where a request went, for messages: no credentials, no query (a key may be there).
+
+    From the parsed parts (``netloc`` holds no credentials): copying the URL would parse it
+    again, on every call.
+    """
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+
+
+def _proxy(url: httpx.URL) -> str:
+    """ " through the proxy ..." when the environment sends ``url`` through one (httpx honours
+    ``HTTPS_PROXY`` and friends): a failure to connect is then often the proxy's."""
+    import urllib.request
+
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass(url.host):
+        return ""
+    try:
+        shown = _where(httpx.URL(proxy))  # no credentials
+    except (httpx.InvalidURL, TypeError, ValueError):
+        shown = "(an invalid proxy URL)"
+    return f" through the proxy {shown} (from the environment)"
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    """Why a transport failed, in a few words (the innermost cause says it best)."""
+    inner: BaseException = exc
+    for _ in range(20):  # bounded: a cycle of causes must not hang an error message
+        if isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+            inner = inner.exceptions[0]  # trio: "all attempts to connect ... failed"
+            continue
+        nested = inner.__cause__ or inner.__context__
+        if nested is None:
+            break
+        inner = nested
+    text = str(inner) or str(exc) or type(exc).__name__
+    if isinstance(inner, ConnectionRefusedError) or "refused" in text.lower():
+        return "connection refused (is the server running?)"
+    return f"{type(exc).__name__}: {text}"
+
+
+class _FirstByte:
+    """Bounds the wait for the answer's first byte by ``first_byte_timeout`` (and the
+    deadline): one cancel scope per step, no task (this is on every call's path)."""
+
+    __slots__ = ("bound", "provider", "until", "where")
+
+    def __init__(
+        self, provider: HttpProvider, where: str, start: float, until: float | None
+    ) -> None:
+        self.provider = provider
+        self.where = where
+        self.until = until
+        bound = start + provider.first_byte_timeout
+        self.bound = bound if until is None else min(bound, until)
+
+    async def wait(self, step: Awaitable[T]) -> T:
+        """Await ``step`` (sending the request, or the first piece of the body).
+
+        Raises:
+            TimeoutError: past the first byte's bound or the deadline.
+        """
+        with anyio.fail_after(max(0.0, self.bound - anyio.current_time())):
+            return await step
+
+    def timed_out(self) -> ErrorEvent:
+        """The error of a first byte that did not come in time."""
+        provider = self.provider
+        now = anyio.current_time()
+        if self.until is not None and now >= self.until - 1e-3:
+            return provider._past_deadline()
+        return ErrorEvent(
+            kind=ErrorKind.TIMEOUT,
+            message=(
+                f"{provider.provider_name}: no answer from {self.where} within "
+                f"{provider.first_byte_timeout:g}s (first_byte_timeout; a model that thinks "
+                "silently for longer needs a larger one)"
+            ),
+        )
+
+
 def _until(when: float | None) -> AbstractContextManager[Any]:
     """A scope raising ``TimeoutError`` at ``when`` (``anyio.current_time()``), or nothing.
 
@@ -422,10 +588,26 @@ def _until(when: float | None) -> AbstractContextManager[Any]:
     return anyio.fail_after(max(0.0, when - anyio.current_time()))
 
 
-async def _next(chunks: AsyncIterator[bytes], until: float | None) -> bytes | None:
-    """The next piece of the body, ``None`` at its end; ``TimeoutError`` past ``until``."""
-    with _until(until):
+class _Idle(TimeoutError):
+    """No byte from the server for ``idle_timeout`` seconds, between two pieces of the body."""
+
+
+async def _next(chunks: AsyncIterator[bytes], until: float | None, idle: float) -> bytes | None:
+    """The next piece of the body, ``None`` at its end.
+
+    Raises:
+        _Idle: nothing came for ``idle`` seconds.
+        TimeoutError: past ``until`` (the deadline).
+    """
+    now = anyio.current_time()
+    bound = now + idle
+    if until is not None and until <= bound:
+        with _until(until):
+            return await anext(chunks, None)
+    with anyio.move_on_after(idle) as waited:
         return await anext(chunks, None)
+    assert waited.cancelled_caught
+    raise _Idle
 
 
 async def _read_limited(response: httpx.Response) -> bytes:
@@ -444,6 +626,18 @@ async def _read_limited(response: httpx.Response) -> bytes:
     if len(body) > _MAX_ERROR_BODY:  # the cut is marked, so that a key cut in two is found
         body = body[:_MAX_ERROR_BODY] + CUT.encode()
     return body
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a complete answer (its ``[DONE]``, the end of its body), briefly
+    and boundedly, so that its connection goes back to the pool for the next call instead of
+    being dropped. What does not end soon is dropped after all."""
+    size = 0
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > _DRAIN_BYTES:
+                return
 
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -180,6 +181,24 @@ def model_spec(
     )
 
 
+# Waiting, set for every preset from the environment (a slow local model, a reasoning model
+# that thinks silently for minutes): see ``HttpProvider``.
+_TIMEOUT_VARIABLES = {
+    "AGENTLOOP_FIRST_BYTE_TIMEOUT": "first_byte_timeout",
+    "AGENTLOOP_IDLE_TIMEOUT": "idle_timeout",
+}
+
+
+def _seconds(variable: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"{variable}={value!r}: expected a number of seconds above 0")
+    return seconds
+
+
 def create_provider(provider: str, **kwargs: Any) -> HttpProvider:
     """An adapter for the preset named ``provider``, pointed at its base URL.
 
@@ -189,8 +208,12 @@ def create_provider(provider: str, **kwargs: Any) -> HttpProvider:
     placeholders (Azure's resource, Bedrock's region) are left to the adapter, which reads
     its own settings.
 
+    ``AGENTLOOP_FIRST_BYTE_TIMEOUT`` and ``AGENTLOOP_IDLE_TIMEOUT`` (seconds) set the
+    adapter's ``first_byte_timeout`` and ``idle_timeout`` when ``kwargs`` does not.
+
     Raises:
         UnknownPreset: there is no preset named ``provider``.
+        ValueError: one of those variables is not a positive number.
     """
     preset = get_preset(provider)
     module, name = _ADAPTERS[preset.api]
@@ -208,7 +231,15 @@ def create_provider(provider: str, **kwargs: Any) -> HttpProvider:
             kwargs.setdefault("compat", OpenAIChatCompat(**preset.compat))
     if preset.api == "openai_responses":
         kwargs.setdefault("provider_name", provider)
+    for variable, option in _TIMEOUT_VARIABLES.items():
+        value = os.environ.get(variable)
+        if value and option not in kwargs:
+            kwargs[option] = _seconds(variable, value)
     instance: HttpProvider = cls(**kwargs)
     if instance.env_var != preset.api_key_env:
         instance.env_var = preset.api_key_env  # type: ignore[misc]
+    # Named in transport errors: where the provider looked, and how to point it elsewhere.
+    instance.base_url_env = f"{provider.upper()}_BASE_URL"
+    if provider in ("ollama", "ollama_openai"):
+        instance.base_url_env += " or OLLAMA_HOST"
     return instance

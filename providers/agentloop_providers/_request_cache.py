@@ -352,8 +352,7 @@ class RequestCache:
     def items(self, codec: Codec, messages: Sequence[Any]) -> list[msgspec.Raw]:
         """The wire items of ``messages``, each a ``msgspec.Raw`` to put in the body's list.
 
-        Raises:
-            whatever the codec's conversion raises (the request then cannot be built).
+        Whatever the codec's conversion raises goes through (the request then cannot be built).
         """
         if not self._lock.acquire(blocking=False):
             return _uncached(codec, messages)

@@ -20,7 +20,17 @@ is looked at a bounded number of times, however the stream is cut into chunks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
 from ._frames import DEFAULT_MAX_EVENT_BYTES, SLICE_BYTES, FrameTooLarge, slices
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    DataHandler = Callable[[str, bytes], "list[Any] | None"]
+    """Offered an event's name and its one ``data:`` line, raw: a parser's fast path."""
 
 __all__ = ["SSEDecoder", "ServerSentEvent"]
 
@@ -29,7 +39,7 @@ _LINE_COST = 48  # what holding one more data line costs besides its bytes (obje
 _MAX_RETRY_DIGITS = 10
 
 
-class ServerSentEvent:
+class ServerSentEvent(msgspec.Struct, gc=False):
     """One dispatched event.
 
     Attributes:
@@ -39,33 +49,11 @@ class ServerSentEvent:
         retry: the reconnection time in milliseconds, when this event carried a ``retry:``.
     """
 
-    __slots__ = ("data", "event", "id", "retry")
-
-    def __init__(
-        self, event: str = "message", data: str = "", id: str = "", retry: int | None = None
-    ) -> None:
-        self.event = event
-        self.data = data
-        self.id = id
-        self.retry = retry
-
-    def __repr__(self) -> str:
-        return (
-            f"ServerSentEvent(event={self.event!r}, data={self.data!r}, id={self.id!r}, "
-            f"retry={self.retry!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ServerSentEvent):
-            return NotImplemented
-        return (self.event, self.data, self.id, self.retry) == (
-            other.event,
-            other.data,
-            other.id,
-            other.retry,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    # A struct, not a class with an ``__init__``: one is made per event of every stream.
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
 
 
 class SSEDecoder:
@@ -127,11 +115,83 @@ class SSEDecoder:
         Raises:
             FrameTooLarge: a line or an event passed its cap.
         """
-        if len(chunk) > SLICE_BYTES:
-            return [event for piece in slices(chunk) for event in self._feed(piece)]
-        return self._feed(chunk)
+        return list(self.iter_feed(chunk))  # type: ignore[arg-type]  # (no handler: events)
 
-    def _feed(self, chunk: bytes) -> list[ServerSentEvent]:
+    def iter_feed(
+        self, chunk: bytes, handle: DataHandler | None = None
+    ) -> Iterator[ServerSentEvent | list[Any]]:
+        """``feed``, one event at a time: the first event of a large read is handed on before
+        the rest of the read is parsed (what a caller waiting for the first token notices).
+
+        ``handle(event, data)``, when given, is offered each event that is one ``data:`` line
+        (with or without an ``event:`` line) as raw bytes, before any ``ServerSentEvent`` is
+        made: what it returns (a list: the parser's events for it) is yielded instead; ``None``
+        means the event takes the usual path.
+
+        Raises:
+            FrameTooLarge: a line or an event passed its cap.
+        """
+        if len(chunk) > SLICE_BYTES:
+            for piece in slices(chunk):
+                yield from self._events(piece, handle)
+        else:
+            yield from self._events(chunk, handle)
+
+    def _events(
+        self, chunk: bytes, handle: DataHandler | None = None
+    ) -> Iterator[ServerSentEvent | list[Any]]:
+        if not self._started and not self._pending and len(chunk) >= len(_BOM):
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+        if (
+            self._started
+            and not self._pending
+            and not self._data
+            and not self._event
+            and not self._skip_lf
+            and b"\r" not in chunk
+        ):
+            # The usual stream, between two events: its complete events are split apart at
+            # once, and each that is one "data: ..." line is made with no line-by-line work.
+            # Any other event takes the general path below, whole; so does the last,
+            # incomplete one.
+            end = chunk.rfind(b"\n\n")
+            if end >= 0:
+                max_line = self._max_line
+                for part in chunk[:end].split(b"\n\n"):
+                    if len(part) > max_line:
+                        yield from self._lines([*part.split(b"\n"), b""])  # (it raises)
+                    elif part.startswith(b"data: ") and b"\n" not in part:
+                        handled = None if handle is None else handle("message", part[6:])
+                        if handled is not None:
+                            yield handled
+                        else:
+                            yield ServerSentEvent(
+                                "message", part[6:].decode("utf-8", "replace"), self._last_id
+                            )
+                    elif part.startswith(b"event: ") and part.count(b"\n") == 1:
+                        name, _, data = part.partition(b"\n")
+                        if data.startswith(b"data: ") and len(name) > 7:
+                            event = name[7:].decode("utf-8", "replace")
+                            handled = None if handle is None else handle(event, data[6:])
+                            if handled is not None:
+                                yield handled
+                            else:
+                                yield ServerSentEvent(
+                                    event, data[6:].decode("utf-8", "replace"), self._last_id
+                                )
+                        else:
+                            yield from self._lines([name, data, b""])
+                    elif part:
+                        yield from self._lines([*part.split(b"\n"), b""])
+                chunk = chunk[end + 2 :]
+                if not chunk:
+                    return
+        yield from self._lines(self._split(chunk))
+
+    def _split(self, chunk: bytes) -> list[bytes]:
+        """The complete lines of ``chunk`` (with what came before); the rest is held."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -164,7 +224,7 @@ class SSEDecoder:
         last = lines.pop()
         if last:
             self._hold(last)
-        return self._lines(lines)
+        return lines
 
     def _hold(self, piece: bytes) -> None:
         self._pending_size += len(piece)
@@ -182,12 +242,11 @@ class SSEDecoder:
         partial = b"".join(self._pending)
         self._pending = []
         self._pending_size = 0
-        out = self._lines([partial, b""]) if partial else self._lines([b""])
+        out = list(self._lines([partial, b""] if partial else [b""]))
         self._event = b""
         return out
 
-    def _lines(self, lines: list[bytes]) -> list[ServerSentEvent]:
-        out: list[ServerSentEvent] = []
+    def _lines(self, lines: list[bytes]) -> Iterator[ServerSentEvent]:
         data = self._data
         max_line = self._max_line
         for line in lines:
@@ -195,7 +254,7 @@ class SSEDecoder:
                 raise FrameTooLarge("a server-sent event line", max_line)
             if not line:
                 if data:
-                    out.append(self._dispatch())
+                    yield self._dispatch()
                     data = self._data
                 else:
                     self._event = b""
@@ -227,7 +286,6 @@ class SSEDecoder:
                 if value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
                     self._retry = int(value)
             # Any other field is ignored, as the spec says.
-        return out
 
     def _dispatch(self) -> ServerSentEvent:
         data = self._data

@@ -11,7 +11,7 @@ over any bytes: ``HttpProvider`` never sees an exception from an adapter's parsi
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -20,7 +20,10 @@ from agentloop.stream import (
     AssistantMessageEvent,
     Done,
     ErrorEvent,
+    StreamStart,
     TextDelta,
+    TextEnd,
+    TextStart,
     ThinkingDelta,
     ToolCallDelta,
 )
@@ -28,6 +31,9 @@ from agentloop.stream import (
 from ._frames import FrameTooLarge
 from ._ndjson import NDJSONError
 from ._secrets import excerpt
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "FrameDecoder",
@@ -83,13 +89,18 @@ class StreamParser(Protocol):
         """The events one frame gives (often none, sometimes several).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: a malformed frame (or anything else: see above).
+            ProtocolError: a malformed frame (or anything else: see above).
+            msgspec.DecodeError: a frame that is not valid JSON.
         """
         ...
 
     def end(self) -> list[AssistantMessageEvent]:
         """The body ended without a terminal event: the events that finish it, if any."""
         ...
+
+
+# Events whose only field is their block's index: a check of it is the whole check.
+_INDEX_ONLY = frozenset({TextStart, TextEnd})
 
 
 def checked_event(event: Any) -> AssistantMessageEvent:
@@ -107,6 +118,15 @@ def checked_event(event: Any) -> AssistantMessageEvent:
     if cls is TextDelta or cls is ThinkingDelta or cls is ToolCallDelta:
         if type(event.index) is int and type(event.delta) is str:
             return event  # type: ignore[no-any-return]
+    elif cls in _INDEX_ONLY:
+        if type(event.index) is int:
+            return event  # type: ignore[no-any-return]
+    elif cls is StreamStart:
+        provider, model_id = event.provider, event.model_id
+        if (provider is None or type(provider) is str) and (
+            model_id is None or type(model_id) is str
+        ):
+            return event  # type: ignore[no-any-return]
     try:
         msgspec.convert(msgspec.to_builtins(event), AssistantMessageEvent)
     except (msgspec.ValidationError, TypeError, ValueError, RecursionError) as exc:
@@ -116,23 +136,28 @@ def checked_event(event: Any) -> AssistantMessageEvent:
 
 def events_of(
     name: str, decoder: FrameDecoder, parser: StreamParser, chunk: bytes
-) -> list[AssistantMessageEvent]:
-    """The events ``chunk`` completes, up to a terminal one.
+) -> Iterator[AssistantMessageEvent]:
+    """The events ``chunk`` completes, up to a terminal one, each as soon as it is parsed (the
+    first token of a large read is not kept waiting for the rest of it).
 
     Total over any bytes: whatever the decoder or the parser raises, and an event of the
     wrong shape, becomes a closing ``other`` error (after the events before it).
     """
-    events: list[AssistantMessageEvent] = []
+    frames = getattr(decoder, "iter_feed", None)
     try:
-        for frame in decoder.feed(chunk):
-            for event in parser.feed(frame):
-                events.append(checked_event(event))
+        if frames is None:
+            items: Any = decoder.feed(chunk)
+        else:
+            # A parser with a fast path for a one-line event takes it raw (see ``SSEDecoder``).
+            items = frames(chunk, getattr(parser, "feed_data", None))
+        for frame in items:
+            for event in frame if type(frame) is list else parser.feed(frame):
+                yield checked_event(event)
                 cls = type(event)
                 if cls is Done or cls is ErrorEvent:
-                    return events
+                    return
     except Exception as exc:  # noqa: BLE001 (parsers of untrusted bytes are total)
-        events.append(malformed(name, exc))
-    return events
+        yield malformed(name, exc)
 
 
 def tail_of(name: str, decoder: FrameDecoder, parser: StreamParser) -> list[AssistantMessageEvent]:

@@ -74,6 +74,20 @@ class _Server:
         self.parts: list[str] = []
 
 
+class _DeltaBody(msgspec.Struct):
+    type: str
+    text: str | None = None
+
+
+class _BlockDelta(msgspec.Struct):
+    type: str
+    index: int
+    delta: _DeltaBody
+
+
+_decode_delta = msgspec.json.Decoder(_BlockDelta).decode
+
+
 class AnthropicStreamParser:
     """Translates Messages API SSE events into ``AssistantMessageEvent`` values."""
 
@@ -131,11 +145,16 @@ class AnthropicStreamParser:
         """Translate one frame (see ``StreamParser.feed``).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
         """
         data = sse.data
         if not data:
             return []
+        if sse.event == "content_block_delta":
+            fast = self.feed_data(sse.event, data)
+            if fast is not None:
+                return fast
         event = _decode(data)
         if not isinstance(event, dict):
             raise ProtocolError(f"expected a JSON object, got {excerpt(data, 100)!r}")
@@ -169,6 +188,21 @@ class AnthropicStreamParser:
         if kind == "error" or sse.event == "error":
             return [classify_payload(self._provider, event, usage=self._usage_now())]
         return []  # ping, and event types added after this was written
+
+    def feed_data(self, event: str, data: bytes | str) -> list[AssistantMessageEvent] | None:
+        """The events of a text delta, nearly every event of an answer, from its raw ``data``
+        (typed structs, no lookups); ``None`` for anything else, which ``feed`` handles. (The
+        SSE decoder offers it each one-line event before making a ``ServerSentEvent``.)"""
+        if event != "content_block_delta" or type(self).feed is not AnthropicStreamParser.feed:
+            return None  # (a subclass that changes ``feed`` gets every frame there)
+        try:
+            fast = _decode_delta(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None  # of another shape: the general path says how
+        delta = fast.delta
+        if fast.type != "content_block_delta" or delta.type != "text_delta" or delta.text is None:
+            return None
+        return [TextDelta(index=fast.index, delta=delta.text)]
 
     def end(self) -> list[AssistantMessageEvent]:
         """See ``StreamParser.end``."""

@@ -149,6 +149,12 @@ class GeminiParser:
         self._started = False
 
     def feed(self, sse: ServerSentEvent) -> list[AssistantMessageEvent]:
+        """Translate one frame (see ``StreamParser.feed``).
+
+        Raises:
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
+        """
         if not sse.data:
             return []
         chunk = _decode(sse.data)
@@ -185,6 +191,7 @@ class GeminiParser:
         return out
 
     def end(self) -> list[AssistantMessageEvent]:
+        """The body ended without a terminal event: the events that finish it, if any."""
         if self._finish is None:
             return []
         out = self._close_text()

@@ -230,7 +230,8 @@ class OllamaStreamParser:
         """Translate one frame (see ``StreamParser.feed``).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
         """
         if not isinstance(line, dict):
             raise ProtocolError(f"expected a JSON object, got {excerpt(repr(line), 100)}")

@@ -65,6 +65,32 @@ _FINISH: dict[str, StopReason] = {
 _decode = msgspec.json.decode
 
 
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    refusal: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    """A chunk of the usual shape (anything else takes the general, untyped path)."""
+
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: dict[str, Any] | None = None
+    error: Any = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+
+
 # --------------------------------------------------------------------------- stream
 
 _TEXT, _THINKING = "text", "thinking"
@@ -118,13 +144,18 @@ class OpenAIChatStreamParser:
         """Translate one frame (see ``StreamParser.feed``).
 
         Raises:
-            ProtocolError, msgspec.DecodeError: the frame is not valid for the protocol.
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
         """
         data = sse.data
         if data == "[DONE]":
             return self._done()
         if not data:
             return []
+        if sse.event == "message":
+            fast = self.feed_data("message", data)
+            if fast is not None:
+                return fast
         chunk = _decode(data)
         if not isinstance(chunk, dict):
             raise ProtocolError(f"expected a JSON object, got {excerpt(data, 100)!r}")
@@ -159,6 +190,56 @@ class OpenAIChatStreamParser:
             finish = choice.get("finish_reason")
             if finish:
                 self._finish = finish
+        return out
+
+    def feed_data(self, event: str, data: bytes | str) -> list[AssistantMessageEvent] | None:
+        """The events of a chunk of the usual shape, from its raw ``data``; ``None`` for any
+        other (``[DONE]``, an error, a field of an unexpected type), which ``feed`` handles.
+        (The SSE decoder offers it each one-line event before making a ``ServerSentEvent``.)
+        """
+        if event != "message" or type(self).feed is not OpenAIChatStreamParser.feed:
+            return None  # (a subclass that changes ``feed`` gets every frame there)
+        try:
+            chunk = _decode_chunk(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None  # of another shape (or not JSON, or [DONE]): the general path says how
+        if chunk.error is not None:
+            return None
+        return self._feed_typed(chunk)
+
+    def _feed_typed(self, chunk: _Chunk) -> list[AssistantMessageEvent]:
+        """``feed`` for a chunk of the usual shape, decoded into typed structs: the same
+        events as the general path, with no dictionary lookups (nearly every chunk of an
+        answer is one text delta, and this is its path)."""
+        out: list[AssistantMessageEvent] = []
+        if not self._started:
+            self._started = True
+            out.append(StreamStart(model_id=chunk.model if self._report_model else None))
+        if chunk.usage is not None:
+            self._usage = _usage(chunk.usage)
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue  # n > 1: only the first choice becomes the message
+            delta = choice.delta
+            if delta is not None:
+                reasoning = delta.reasoning_content or delta.reasoning
+                if reasoning:
+                    out.extend(self._append(_THINKING, reasoning))
+                content = delta.content
+                if content and self._json_call:
+                    self._json_parts.append(content)  # the call, as JSON: sent whole at the end
+                elif content:
+                    index = self._blocks.open.get(_TEXT)
+                    if index is not None:  # the usual chunk: more of the open text block
+                        out.append(TextDelta(index=index, delta=content))
+                    else:
+                        out.extend(self._append(_TEXT, content))
+                if delta.refusal:
+                    out.extend(self._append(_TEXT, delta.refusal))
+                for call in delta.tool_calls or ():
+                    out.extend(self._tool_call(call))
+            if choice.finish_reason:
+                self._finish = choice.finish_reason
         return out
 
     def end(self) -> list[AssistantMessageEvent]:

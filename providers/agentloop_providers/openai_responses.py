@@ -250,6 +250,12 @@ class OpenAIResponsesParser:
         self._usage: Usage | None = None
 
     def feed(self, sse: ServerSentEvent) -> list[AssistantMessageEvent]:
+        """Translate one frame (see ``StreamParser.feed``).
+
+        Raises:
+            ProtocolError: the frame is not valid for the protocol.
+            msgspec.DecodeError: the frame is not valid JSON.
+        """
         if not sse.data or sse.data == "[DONE]":
             return []
         event = _decode(sse.data)
@@ -281,6 +287,7 @@ class OpenAIResponsesParser:
         return []  # in_progress, content_part.*, *.done duplicates, annotations, ...
 
     def end(self) -> list[AssistantMessageEvent]:
+        """The body ended without a terminal event: the events that finish it, if any."""
         return []  # no terminal event: the stream was cut short
 
     def _error(self, payload: dict[str, Any]) -> ErrorEvent:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from agentloop import AgentToolResult, ToolArgumentError, extract_text
 
 if TYPE_CHECKING:
     from agentloop_coding import CodingTool
 
-__all__ = ["alive", "call", "text_of"]
+__all__ = ["alive", "call", "pids_in", "text_of", "wait_gone"]
 
 
 async def call(
@@ -48,3 +51,22 @@ def alive(pid: int) -> bool:
             return False
         return True
     return state not in ("Z", "X")
+
+
+def pids_in(text: str) -> list[int]:
+    """The process ids a command printed as ``pid N``."""
+    return [int(p) for p in re.findall(r"pid (\d+)", text)]
+
+
+async def wait_gone(pid: int) -> None:
+    """Return once process ``pid`` has exited (a pidfd becomes readable), within 5 seconds."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(5):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+    assert not alive(pid)

@@ -19,6 +19,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AllowedOutcome,
+    AvailableCommandsUpdate,
     DeniedOutcome,
     RequestPermissionResponse,
     ToolCallProgress,
@@ -26,9 +27,10 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from ._acp_client import Settled
 from ._cli_helpers import AGENTLOOP, Cli
-from ._helpers import alive
-from .test_bash import SPAWN, pids_in, wait_gone
+from ._helpers import alive, pids_in, wait_gone
+from .test_bash import SPAWN
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -129,7 +131,7 @@ async def open_agent(cli: Cli, script: list[dict[str, Any]], name: str) -> Async
         assert init.agent_capabilities is not None and init.agent_info is not None
         assert init.agent_capabilities.load_session is True
         assert init.agent_info.name == "agentloop"
-        yield Agent(conn, client, process)
+        yield Agent(Settled(conn), client, process)
 
 
 async def test_a_whole_session(cli: Cli) -> None:
@@ -240,9 +242,17 @@ async def test_a_whole_session(cli: Cli) -> None:
     # goes on with the session's own model (the script file, rewritten for this process).
     with anyio.fail_after(60):
         async with open_agent(cli, [{"text": "Welcome back."}], "one.json") as agent:
+            # The session's commands come after its history: the end of the replay. (The
+            # protocol package may hand a client its notifications after the answer.)
+            introduced = anyio.Event()
+            agent.client.watch = lambda u: (
+                introduced.set() if isinstance(u, AvailableCommandsUpdate) else None
+            )
             loaded = await agent.conn.load_session(cwd=str(cli.workspace), session_id=sid)
             assert loaded.modes.current_mode_id == "execute"
-            replay = agent.client.take()
+            await introduced.wait()
+            agent.client.watch = None
+            replay = [u for u in agent.client.take() if not isinstance(u, AvailableCommandsUpdate)]
             users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
             assert users == ["hi", "edit it", "write it", "run twice", "run long", "plan it"]
             replayed = tool_updates(replay, "edit")

@@ -4,7 +4,6 @@ and no orphan process whichever way a command ends (finished, timed out, cancell
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -12,9 +11,9 @@ import pytest
 
 import agentloop as al
 from agentloop.testing import ScriptedStream, reply_text, reply_tool_calls
-from agentloop_coding import Bash, Workspace, coding_tools
+from agentloop_coding import Bash, ResourceLimits, Workspace, coding_tools
 
-from ._helpers import alive, call, text_of
+from ._helpers import alive, call, pids_in, text_of, wait_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,24 +25,6 @@ SPAWN = (
     'echo "pid $$"; sleep 30 & echo "pid $!"; '
     'bash -c \'echo "pid $$"; sleep 30 & echo "pid $!"; wait\' & wait'
 )
-
-
-def pids_in(text: str) -> list[int]:
-    return [int(p) for p in re.findall(r"pid (\d+)", text)]
-
-
-async def wait_gone(pid: int) -> None:
-    """Return once process ``pid`` has exited (a pidfd becomes readable), within 5 seconds."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(5):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
-    assert not alive(pid)
 
 
 @pytest.fixture
@@ -71,7 +52,7 @@ async def test_runs_in_the_workspace_or_the_given_directory(
     sub = await call(Bash(space), command="pwd", cwd="sub")
     assert text_of(sub).splitlines()[0] == str(tmp_path / "sub")
     missing = await call(Bash(space), command="pwd", cwd="nope")
-    assert missing.is_error and "not a directory" in text_of(missing)
+    assert missing.is_error and "nope does not exist" in text_of(missing)
     empty = await call(Bash(space), command="   ")
     assert empty.is_error
 
@@ -246,3 +227,33 @@ async def test_a_cancellation_while_the_process_is_made_leaves_no_process(
         release.set()
     [pid] = made
     assert not alive(pid)
+
+
+# --------------------------------------------------------------------------- resource limits
+
+
+async def test_resource_limits_are_set_in_the_commands_process(space: Workspace) -> None:
+    limits = ResourceLimits(cpu_seconds=7, memory_mb=512, processes=4096, file_size_mb=2)
+    result = await call(Bash(space, limits=limits), command="ulimit -t -v -u -f")
+    assert not result.is_error, text_of(result)
+    # "cpu time (seconds, -t) 7", ...: bash counts memory in KiB, file sizes in KiB blocks.
+    values = [line.rsplit(" ", 1)[1] for line in text_of(result).splitlines()[:4]]
+    assert values == ["7", str(512 * 1024), "4096", str(2 * 1024)]
+    unlimited = await call(Bash(space), command="ulimit -t")
+    assert text_of(unlimited).splitlines()[0] == "unlimited"
+
+
+async def test_each_resource_limit_stops_what_exceeds_it(space: Workspace, tmp_path: Path) -> None:
+    cpu = Bash(space, limits=ResourceLimits(cpu_seconds=1))
+    with anyio.fail_after(30):
+        spin = await call(cpu, command='python3 -c "while True: pass"', timeout=25)
+    assert spin.is_error and not spin.details["timed_out"]  # killed at 1 s of CPU, not 25 s
+
+    memory = Bash(space, limits=ResourceLimits(memory_mb=200))
+    hog = await call(memory, command="python3 -c \"b = bytearray(1 << 30); print('got it')\"")
+    assert hog.is_error and "MemoryError" in text_of(hog) and "got it" not in text_of(hog)
+
+    size = Bash(space, limits=ResourceLimits(file_size_mb=1))
+    big = await call(size, command="head -c 3000000 /dev/zero > big.bin")
+    assert big.is_error
+    assert (tmp_path / "big.bin").stat().st_size <= 1 << 20

@@ -18,8 +18,8 @@ from agentloop_coding import NO_APPROVER
 
 from ._cli_helpers import Cli, decode_events, write_script
 from ._fake_openai import running_fake_openai
-from ._helpers import alive, text_of
-from .test_bash import SPAWN, pids_in, wait_gone
+from ._helpers import alive, pids_in, text_of, wait_gone
+from .test_bash import SPAWN
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -451,3 +451,25 @@ def test_interrupting_an_open_question_exits_at_once(cli: Cli, tmp_path: Path) -
             process.kill()
             process.wait()
         os.close(master)
+
+
+def test_bad_trust_and_resume_values_are_one_line_errors(cli: Cli, tmp_path: Path) -> None:
+    model = write_script(tmp_path, [{"text": "x"}])
+    unknown = cli.run("run", "--trust", "no_such_tool", "-m", model, "hi")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.splitlines() == [
+        "agentloop: error: --trust no_such_tool: there is no such tool (the tools: bash, "
+        "edit_file, glob, grep, list_dir, read_file, write_file)"
+    ]
+    missing = cli.run("run", "--resume", "nonexistent-id", "-m", model, "hi")
+    assert missing.returncode == 2
+    (line,) = missing.stderr.splitlines()
+    assert line.startswith("agentloop: error: no stored session 'nonexistent-id'")
+    assert "agentloop run --resume -- nonexistent-id" in line  # how to send it as a prompt
+    nothing_here = cli.run("run", "--resume", "Now do it", "-m", model)
+    assert nothing_here.returncode == 2
+    assert nothing_here.stderr.splitlines() == [
+        f"agentloop: error: no stored session for {cli.workspace} to resume (agentloop "
+        "sessions lists them)"
+    ]
+    assert not cli.sessions_dir.exists() or not list(cli.sessions_dir.iterdir())

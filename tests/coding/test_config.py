@@ -10,6 +10,7 @@ from agentloop_coding import (
     ApiKeys,
     Config,
     ConfigError,
+    ResourceLimits,
     default_model,
     load_config,
     project_config_path,
@@ -68,11 +69,11 @@ def test_a_project_file_cannot_loosen_safety(dirs: tuple[Path, Path]) -> None:
     work, user = dirs
     (work / ".agentloop.toml").write_text(
         'approval = "bypassed"\nsandbox = false\ntrusted_tools = ["bash"]\nroots = ["/"]\n'
-        '[bash]\nenv_allow = ["*"]\n'
+        'trusted_commands = ["rm"]\n[bash]\nenv_allow = ["*"]\n'
     )
     loaded = load_config(work, environ={}, user_file=user)
     assert loaded.config == Config()
-    assert len(loaded.warnings) == 5
+    assert len(loaded.warnings) == 6
     assert all("ignored" in w for w in loaded.warnings)
     # Stricter is fine.
     (work / ".agentloop.toml").write_text('approval = "enabled"\n')
@@ -160,3 +161,17 @@ async def test_api_keys_come_from_the_environment_or_the_keyring() -> None:
         raise RuntimeError("no keyring daemon")
 
     assert await ApiKeys(environ={}, keyring_get=broken)("anthropic") is None
+
+
+def test_resource_limits_come_from_the_bash_limits_table(dirs: tuple[Path, Path]) -> None:
+    project, user = dirs
+    user.write_text("[bash.limits]\ncpu_seconds = 60\nmemory_mb = 2048\n")
+    limits = load_config(project, environ={}, user_file=user).config.bash.limits
+    assert (limits.cpu_seconds, limits.memory_mb, limits.processes) == (60, 2048, None)
+    assert limits and not ResourceLimits()
+    user.write_text("[bash.limits]\ncpu_seconds = 0\n")
+    with pytest.raises(ConfigError, match="cpu_seconds"):
+        load_config(project, environ={}, user_file=user)
+    user.write_text("[bash.limits]\nwall_seconds = 5\n")
+    with pytest.raises(ConfigError, match="wall_seconds"):
+        load_config(project, environ={}, user_file=user)

@@ -68,3 +68,14 @@ def test_the_script_example_is_a_valid_script(tmp_path: Path) -> None:
     assert load_script(path).remaining == 2
     zed = json.loads(next(b for b in blocks("json") if "agent_servers" in b))
     assert zed["agent_servers"]["agentloop"]["args"] == ["acp"]
+
+
+def test_the_configuration_examples_are_valid(tmp_path: Path) -> None:
+    from agentloop_coding import load_config
+
+    found = blocks("toml")
+    assert len(found) >= 2
+    for block in found:
+        user = tmp_path / "config.toml"
+        user.write_text(block)
+        load_config(tmp_path, environ={}, user_file=user)  # raises on an unknown or bad key

@@ -247,3 +247,46 @@ def test_each_tool_declares_whether_it_is_read_only(tmp_path: Path) -> None:
         assert tool.requires_approval is not tool.read_only, name
         assert tool.kind in ("read", "search", "edit", "execute")
     assert "bash" not in {t.name for t in coding_tools(tmp_path, shell=False)}
+
+
+# --------------------------------------------------------------------------- confinement
+
+
+async def test_coding_tools_confine_to_the_workspace_by_default(tmp_path: Path) -> None:
+    inside = tmp_path / "work"
+    inside.mkdir()
+    (tmp_path / "secret.txt").write_text("s3cret")
+    tools = {t.name: t for t in coding_tools(inside)}
+    for path in ("../secret.txt", str(tmp_path / "secret.txt")):
+        read = await call(tools["read_file"], path=path)
+        assert read.is_error and "outside the allowed directories" in text_of(read), path
+        assert "s3cret" not in text_of(read)
+    write = await call(tools["write_file"], path="../escape.txt", content="x")
+    assert write.is_error and not (tmp_path / "escape.txt").exists()
+    listed = await call(tools["list_dir"], path="..")
+    assert listed.is_error and "secret.txt" not in text_of(listed)
+
+
+async def test_opting_out_of_confinement_is_explicit_and_loud(tmp_path: Path) -> None:
+    inside = tmp_path / "work"
+    inside.mkdir()
+    (tmp_path / "secret.txt").write_text("s3cret")
+    with pytest.warns(UserWarning, match="not confined"):
+        tools = {t.name: t for t in coding_tools(inside, confine=False)}
+    read = await call(tools["read_file"], path="../secret.txt")
+    assert not read.is_error and "s3cret" in text_of(read)
+    assert "UNCONFINED" in repr(tools["read_file"].workspace)
+    with pytest.raises(ValueError, match="confined"):
+        Workspace(inside, sandbox=Sandbox([inside]), confined=False)
+
+
+async def test_paths_are_taken_as_given(space: Workspace, tmp_path: Path) -> None:
+    # A leading or trailing space is part of the name, as it is for the system.
+    written = await call(WriteFile(space), path=" lead.txt", content="x")
+    assert not written.is_error, text_of(written)
+    assert (tmp_path / " lead.txt").read_text() == "x"
+    assert not (tmp_path / "lead.txt").exists()
+    await call(WriteFile(space), path="trail.txt ", content="y")
+    assert sorted(os.listdir(tmp_path)) == [" lead.txt", "trail.txt "]
+    read = await call(ReadFile(space), path="trail.txt")
+    assert read.is_error and "does not exist" in text_of(read)

@@ -10,8 +10,9 @@ from pathlib import Path
 import agentloop_coding
 
 PACKAGE = Path(agentloop_coding.__file__).parent
-# The core, the providers and the policies, and third-party libraries: nothing else of ours.
-OURS_ALLOWED = {"agentloop", "agentloop_providers", "agentloop_policies"}
+# The core, the providers, the policies and (for ACP's MCP servers) agentloop_mcp, and
+# third-party libraries: nothing else of ours.
+OURS_ALLOWED = {"agentloop", "agentloop_providers", "agentloop_policies", "agentloop_mcp"}
 THIRD_PARTY = {"anyio", "msgspec", "acp", "keyring"}
 ALLOWED = set(sys.stdlib_module_names) | OURS_ALLOWED | THIRD_PARTY
 
@@ -53,9 +54,15 @@ def test_imports_only_the_core_providers_policies_and_third_party_libraries() ->
             assert root != "trio", f"{module.name} imports trio"
 
 
-def test_only_the_acp_modules_import_the_protocol_package() -> None:
+def test_only_the_acp_modules_import_the_protocol_package_and_mcp() -> None:
     users = {m.name for m in PACKAGE.glob("*.py") if "acp" in _imports(m)}
-    assert users == {"_acp.py", "_acp_updates.py"}
+    assert users == {m.name for m in PACKAGE.glob("_acp*.py")} - {"_acp_transport.py"}
+    mcp_users = {m.name for m in PACKAGE.glob("*.py") if "agentloop_mcp" in _imports(m)}
+    assert mcp_users == {"_acp_mcp.py"}
+
+
+def test_the_resource_limit_program_needs_only_the_standard_library() -> None:
+    assert set(_imports(PACKAGE / "_rlimit.py")) <= set(sys.stdlib_module_names)
 
 
 def test_the_grep_program_needs_only_the_standard_library() -> None:

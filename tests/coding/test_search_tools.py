@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import TYPE_CHECKING
 
@@ -10,6 +9,7 @@ import pytest
 
 from agentloop_coding import Glob, Grep, Workspace
 from agentloop_coding._scan import GlobMatcher, expand_braces
+from tests._programs import require
 
 from ._helpers import call, text_of
 
@@ -146,8 +146,7 @@ async def test_a_runaway_regular_expression_is_stopped_at_the_deadline(tmp_path:
 
 
 async def test_grep_with_ripgrep(tree: Path) -> None:
-    # ``.ci/run`` installs ripgrep (Debian's package) when it is missing.
-    assert shutil.which("rg") is not None, "ripgrep (rg) must be installed for this test"
+    require("rg", "apt-get install ripgrep")  # ``.ci/run`` installs it
     grep = Grep(Workspace(tree), backend="rg")
     result = await call(grep, pattern="TODO", glob="*.py")
     assert result.details["backend"] == "rg"

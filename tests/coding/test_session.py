@@ -173,3 +173,127 @@ async def test_extra_roots_are_taken_from_the_workspace(tmp_path: Path) -> None:
     session = await start(tmp_path, script, config=Config(roots=["../shared"]))
     result = results(await session.agent.prompt("read it"))["read_file"]
     assert not result.is_error and "shared code" in al.extract_text(result.content)
+
+
+# --------------------------------------------------------------------------- recording
+
+
+async def test_a_session_is_stored_only_once_it_holds_a_real_exchange(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path / "sessions")
+    # Started and never prompted (an editor's new session, the TUI opened and closed).
+    idle = await start(tmp_path, [])
+    await idle.aclose()
+    assert await store.list_sessions() == []
+    # The first run fails before any answer (a wrong API key, say).
+    failing = await start(tmp_path, [al.testing.reply_error(al.ErrorKind.AUTH, "bad key")])
+    failed = await failing.agent.prompt("hello", raise_on_error=False)
+    assert failed.stop_reason == al.StopReason.ERROR and failed.unsaved_messages == 0
+    assert await store.list_sessions() == []
+    assert idle.session_id is not None and not idle.recorded and not failing.recorded
+    # A real exchange stores the session with everything the agent holds, in order.
+    failing.agent.stream_fn = ScriptedStream([reply_text("hi there")])
+    await failing.agent.prompt("again")
+    assert failing.recorded
+    assert failing.session_id is not None
+    stored = await store.load(failing.session_id)
+    assert [al.extract_text(m.content) for m in stored if isinstance(m, al.UserMessage)] == [
+        "hello",
+        "again",
+    ]
+    assert len(stored) == len(failing.agent.messages)
+    (info,) = await store.list_sessions()
+    assert info.id == failing.session_id and info.title == "hello" and info.message_count == 4
+
+
+async def test_a_named_session_is_checked_at_once_and_stored_under_its_name(
+    tmp_path: Path,
+) -> None:
+    named = await start(tmp_path, [reply_text("ok")], session_id="fix-123")
+    assert named.session_id == "fix-123" and not named.recorded
+    await named.agent.prompt("start")
+    assert named.recorded
+    with pytest.raises(ValueError, match="taken"):
+        await start(tmp_path, [], session_id="fix-123")
+    with pytest.raises(ValueError, match="invalid session id"):
+        await start(tmp_path, [], session_id="../escape")
+
+
+async def test_list_sessions_gives_a_picker_what_it_shows(tmp_path: Path) -> None:
+    from agentloop_coding import list_sessions
+
+    config = Config(sessions_dir=str(tmp_path / "sessions"))
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    first = await start(tmp_path, [reply_text("one")], config=config)
+    await first.agent.prompt("Fix the bug\nin parser.py")
+    store = JsonlSessionStore(tmp_path / "sessions")
+    await store.create(session_id="empty-legacy", metadata={"cwd": str(tmp_path / "work")})
+    away = await CodingSession.start(
+        config,
+        workspace=other,
+        model=MODEL,
+        stream_fn=ScriptedStream([reply_text("two")]),
+        environ={},
+    )
+    await away.agent.prompt("Elsewhere")
+    everything = await list_sessions(config, environ={})
+    assert [i.title for i in everything] == ["Elsewhere", "Fix the bug"]  # newest first
+    (here,) = await list_sessions(config, environ={}, workspace=tmp_path / "work")
+    assert here.id == first.session_id and here.message_count == 2
+    assert here.model == "scripted:m" and here.created_at <= here.updated_at
+
+
+async def test_paths_reach_the_tools_as_the_model_gave_them(tmp_path: Path) -> None:
+    write = ("write_file", {"path": " lead.txt", "content": "x"})
+    session = await start(
+        tmp_path,
+        [reply_tool_calls(write), reply_text("done")],
+        config=Config(approval="bypassed"),
+    )
+    result = await session.agent.prompt("write it")
+    assert not results(result)["write_file"].is_error
+    assert (tmp_path / "work" / " lead.txt").read_text() == "x"
+    assert not (tmp_path / "work" / "lead.txt").exists()
+
+
+# --------------------------------------------------------------------------- trusted commands
+
+
+async def test_a_trusted_command_runs_unasked_and_nothing_chained_to_it_does(
+    tmp_path: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def ask(call: al.ToolCall, tool: object) -> bool:
+        asked.append(call.arguments["command"])
+        return False
+
+    commands = [
+        "echo hello  there",  # trusted by its prefix
+        "echoes",  # another command
+        "echo hi; touch chained",  # chained to a trusted one: asked
+        "echo hi > clobbered",  # redirected: asked
+        "echo $(touch substituted)",  # a substitution: asked
+    ]
+    calls = [("bash", {"command": c}) for c in commands]
+    session = await start(
+        tmp_path,
+        [reply_tool_calls(*calls), reply_text("done")],
+        config=Config(trusted_commands=["echo  hello"]),
+        ask=ask,
+    )
+    assert session.commands.prefixes == ["echo hello"]
+    result = await session.agent.prompt("look")
+    assert asked == commands[1:]
+    (ran,) = [m for m in result.messages if isinstance(m, al.ToolResultMessage) and not m.is_error]
+    assert ran.text == "hello there\n[exit code 0]"
+    leftovers = ("chained", "clobbered", "substituted")
+    assert not any((tmp_path / "work" / name).exists() for name in leftovers)
+    session.commands.trust("git stash")
+    assert session.commands.allows("git stash list") and not session.commands.allows("git")
+    session.commands.distrust("git stash")
+    assert not session.commands.allows("git stash list")
+    with pytest.raises(ValueError, match="simple command"):
+        session.commands.trust("make && make install")
+    with pytest.raises(ConfigError, match="trusted_commands"):
+        await start(tmp_path, [], config=Config(trusted_commands=["a | b"]))

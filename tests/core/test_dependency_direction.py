@@ -3,8 +3,8 @@
     agentloop                      nothing of ours
     providers, policies, mcp,      the core
     otel, eval, temporal
-    coding                         the core, providers, policies
-    tui                            the core, providers, policies, coding
+    coding                         the core, providers, policies, mcp (for ACP's MCP servers)
+    tui                            the core, providers, policies, coding (and what it brings)
     cli (the agentloop command)    nothing of ours: it finds each subcommand by entry point
 
 
@@ -48,11 +48,12 @@ MAY_IMPORT = {
     "agentloop_temporal": CORE_ONLY,
     "agentloop_eval": CORE_ONLY,
     "agentloop_local": CORE_ONLY,
-    "agentloop_coding": {"agentloop", "agentloop_providers", "agentloop_policies"},
+    "agentloop_coding": {"agentloop", "agentloop_providers", "agentloop_policies", "agentloop_mcp"},
     "agentloop_tui": {
         "agentloop",
         "agentloop_providers",
         "agentloop_policies",
+        "agentloop_mcp",
         "agentloop_coding",
     },
     "agentloop_cli": set(),

@@ -332,3 +332,10 @@ def test_testing_exports_the_fakes() -> None:
 def test_version() -> None:
     assert isinstance(agentloop.__version__, str)
     assert agentloop.__version__.count(".") >= 2
+
+
+def test_a_moved_name_warns_at_every_use_not_only_the_first() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert agentloop.run_loop is agentloop.run_loop
+    assert len([w for w in caught if "agentloop.run_loop moved" in str(w.message)]) == 2

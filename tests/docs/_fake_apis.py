@@ -1,9 +1,11 @@
 """Fake provider APIs on 127.0.0.1 for the documentation's examples.
 
 One HTTP/1.1 server, in a thread of its own (the examples run their own event loops), answers
-Anthropic's Messages API and OpenAI's Chat Completions API with a short streamed text answer,
-in those APIs' real wire formats. ``environment()`` gives the variables that point each
-provider there.
+every wire protocol the providers speak with a short streamed text answer, in that protocol's
+real format: Anthropic's Messages API, OpenAI's Chat Completions (which OpenAI, Azure, Mistral,
+xAI, the gateways and the local servers' presets speak) and Responses APIs, Gemini's
+``streamGenerateContent``, Ollama's ``/api/chat`` and Bedrock's ConverseStream.
+``environment()`` gives the variables that point each provider there.
 """
 
 from __future__ import annotations
@@ -16,12 +18,23 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 
+from agentloop_providers._eventstream import encode_message
 from tests._http import RequestReader
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["ANSWER", "FakeApis", "anthropic_body", "openai_body", "running_fake_apis"]
+__all__ = [
+    "ANSWER",
+    "FakeApis",
+    "anthropic_body",
+    "bedrock_body",
+    "gemini_body",
+    "ollama_body",
+    "openai_body",
+    "responses_body",
+    "running_fake_apis",
+]
 
 ANSWER = "Hello from the fake API."
 
@@ -107,6 +120,112 @@ def openai_body() -> bytes:
     )
 
 
+def responses_body() -> bytes:
+    response: dict[str, object] = {"id": "resp_fake", "model": "fake", "output": []}
+    message: dict[str, object] = {"type": "message", "id": "msg_fake", "role": "assistant"}
+    done = {**message, "status": "completed"}
+    done["content"] = [{"type": "output_text", "text": ANSWER, "annotations": []}]
+    part = {"item_id": "msg_fake", "output_index": 0, "content_index": 0}
+    usage = {"input_tokens": 12, "output_tokens": 6, "total_tokens": 18}
+    return _sse(
+        [
+            (
+                "response.created",
+                {"type": "response.created", "response": {**response, "status": "in_progress"}},
+            ),
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {**message, "content": []},
+                },
+            ),
+            (
+                "response.output_text.delta",
+                {"type": "response.output_text.delta", **part, "delta": ANSWER},
+            ),
+            ("response.output_text.done", {"type": "response.output_text.done", **part}),
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": 0, "item": done},
+            ),
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {**response, "status": "completed", "usage": usage},
+                },
+            ),
+        ]
+    )
+
+
+def gemini_body() -> bytes:
+    answer: dict[str, object] = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": ANSWER}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 6, "totalTokenCount": 18},
+        "modelVersion": "fake",
+    }
+    return _sse([(None, answer)])
+
+
+def ollama_body() -> bytes:
+    lines = [
+        {"model": "fake", "message": {"role": "assistant", "content": ANSWER}, "done": False},
+        {
+            "model": "fake",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 12,
+            "eval_count": 6,
+        },
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def bedrock_body() -> bytes:
+    events: list[tuple[str, dict[str, object]]] = [
+        ("messageStart", {"role": "assistant"}),
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": ANSWER}}),
+        ("contentBlockStop", {"contentBlockIndex": 0}),
+        ("messageStop", {"stopReason": "end_turn"}),
+        (
+            "metadata",
+            {
+                "usage": {"inputTokens": 12, "outputTokens": 6, "totalTokens": 18},
+                "metrics": {"latencyMs": 1},
+            },
+        ),
+    ]
+    return b"".join(
+        encode_message(
+            {":event-type": name, ":content-type": "application/json", ":message-type": "event"},
+            json.dumps(payload).encode(),
+        )
+        for name, payload in events
+    )
+
+
+# What each endpoint answers: the end of the request's path (without its query), the body and
+# its content type.
+_ENDPOINTS = [
+    ("/v1/messages", anthropic_body, "text/event-stream"),
+    ("/chat/completions", openai_body, "text/event-stream"),
+    ("/responses", responses_body, "text/event-stream"),
+    (":streamGenerateContent", gemini_body, "text/event-stream"),
+    ("/api/chat", ollama_body, "application/x-ndjson"),
+    ("/converse-stream", bedrock_body, "application/vnd.amazon.eventstream"),
+]
+
+
 class FakeApis:
     """The fake APIs; with ``keep_alive`` a connection serves any number of requests (as the
     real APIs' do), otherwise each is closed after its answer."""
@@ -124,10 +243,33 @@ class FakeApis:
             "ANTHROPIC_BASE_URL": base,
             "OPENAI_API_KEY": "sk-docs-example",
             "OPENAI_BASE_URL": f"{base}/v1",
-            # The local servers' presets speak Chat Completions too.
+            "OPENAI_RESPONSES_BASE_URL": f"{base}/v1",
+            "GEMINI_API_KEY": "gemini-docs-example",
+            "GEMINI_BASE_URL": f"{base}/v1beta",
+            "AZURE_OPENAI_API_KEY": "azure-docs-example",
+            "AZURE_OPENAI_ENDPOINT": base,
+            "AWS_BEARER_TOKEN_BEDROCK": "bedrock-docs-example",
+            "BEDROCK_BASE_URL": base,
+            "OLLAMA_BASE_URL": base,
+            # Hosted Chat Completions APIs, and the local servers' presets, which speak it too.
+            **{
+                f"{name}_API_KEY": f"{name.lower()}-docs-example"
+                for name in ("MISTRAL", "XAI", "GROQ", "DEEPSEEK", "OPENROUTER")
+            },
             **{
                 f"{name}_BASE_URL": f"{base}/v1"
-                for name in ("LLAMACPP", "LLAMACPP_PYTHON", "VLLM", "LMSTUDIO", "OLLAMA_OPENAI")
+                for name in (
+                    "MISTRAL",
+                    "XAI",
+                    "GROQ",
+                    "DEEPSEEK",
+                    "OPENROUTER",
+                    "LLAMACPP",
+                    "LLAMACPP_PYTHON",
+                    "VLLM",
+                    "LMSTUDIO",
+                    "OLLAMA_OPENAI",
+                )
             },
         }
 
@@ -141,13 +283,14 @@ class FakeApis:
                     return
                 path = request.path
                 self.requests.append(path)
-                if path.endswith("/v1/messages"):
-                    body, status = anthropic_body(), 200
-                elif path.endswith("/chat/completions"):
-                    body, status = openai_body(), 200
+                bare = path.partition("?")[0]
+                found = [(b, k) for end, b, k in _ENDPOINTS if bare.endswith(end)]
+                if found:
+                    make, kind = found[0]
+                    body, status = make(), 200
                 else:
                     body, status = b'{"error": {"message": "unknown endpoint"}}', 404
-                kind = "text/event-stream" if status == 200 else "application/json"
+                    kind = "application/json"
                 close = "" if self.keep_alive else "connection: close\r\n"
                 await stream.send(
                     f"HTTP/1.1 {status} OK\r\ncontent-type: {kind}\r\n"

@@ -65,9 +65,56 @@ PRINTS = {
     "docs/providers.md": [
         "openai gpt-4o-mini",
         ANSWER,
-        "tiny says hi",
         "the upstream said: *** is not valid\nAuthorization: Bearer ***\n",
     ],
+    "docs/quickstart.md": [
+        "{'type': 'integer', 'minimum': 1, 'maximum': 7",
+        "Sunny in Lisbon tomorrow, 24 °C.\nLisbon: sunny, 24° celsius (in 1 day(s))",
+        "(calls a tool)\n[forecast: Oslo: snow, -3° celsius (in 1 day(s))]\nSnow in Oslo",
+        "Weather(city='Lisbon', sky='sunny', celsius=24)",
+        "StreamError auth invalid x-api-key\nFalse auth invalid x-api-key",
+        f"{ANSWER}\nTrue\n{ANSWER}\n",
+    ],
+    "docs/troubleshooting.md": [f"{ANSWER}\n", "Finally.\n"],
+    "docs/testing.md": ["anthropic claude-sonnet-4-5"],
+    "docs/upgrade.md": [
+        "failed: auth invalid x-api-key",
+        "agentloop.run_loop moved to agentloop.loop.run_loop",
+    ],
+    "docs/writing-a-provider.md": [
+        "HELLO THERE",
+        "kitten: a young cat | Done.",
+        ANSWER,
+        "tiny says hi",
+        "Say hello in a few words.",
+    ],
+    "docs/providers/index.md": [f"1048576 {ANSWER}"],
+    "docs/providers/anthropic.md": [
+        "200000 64000",
+        "{'type': 'enabled', 'budget_tokens': 8192} {'type': 'auto'}",
+    ],
+    "docs/providers/openai.md": [
+        f"{ANSWER}\n{ANSWER}\n",
+        "{'effort': 'high', 'summary': 'auto'} ['reasoning.encrypted_content'] False",
+    ],
+    "docs/providers/azure.md": [f"{ANSWER}\n{ANSWER}\n"],
+    "docs/providers/gemini.md": [
+        ANSWER,
+        "{'mode': 'ANY', 'allowedFunctionNames': ['weather']}} "
+        "{'includeThoughts': True, 'thinkingBudget': 2048}",
+    ],
+    "docs/providers/mistral.md": [ANSWER, "tBziUm3pE Abc123xyz"],
+    "docs/providers/xai.md": [ANSWER, "grok-3-mini high\ngrok-4 None"],
+    "docs/providers/bedrock.md": [f"200000 {ANSWER}", "300000"],
+    "docs/providers/gateways.md": [
+        f"{ANSWER}\n128000 {ANSWER}",
+        "anthropic/claude-sonnet-4.5 200000",
+    ],
+    "docs/providers/llamacpp.md": [f"8192 {ANSWER}", "'response_format', 'stream'", "json_schema"],
+    "docs/providers/ollama.md": [ANSWER, "True {'num_predict': 512, 'num_ctx': 32768}"],
+    "docs/providers/vllm.md": [f"32768 {ANSWER}"],
+    "docs/providers/lmstudio.md": [ANSWER],
+    "docs/providers/local.md": ["local True"],
     "docs/temporal.md": ["AgentStart\nTurnStart", "ToolExecutionEnd", "AgentEnd\n2 + 3 = 5"],
 }
 

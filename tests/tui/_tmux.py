@@ -3,8 +3,8 @@ OpenAI-compatible server; keys are typed with ``send-keys`` (or as raw bytes, ``
 the encodings of other terminals) and the screen read with ``capture-pane``.
 
 Each test has a tmux server of its own (its own socket, no user configuration), killed at the
-end, with the processes of its panes, whatever happened. Without tmux the tests are skipped,
-saying so; CI installs it and runs them.
+end, with the processes of its panes, whatever happened. Without tmux the tests are skipped (they fail
+where ``AGENTLOOP_REQUIRE_PROGRAMS=1``, as in CI, which installs it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests._programs import require
 
 from tests.coding._cli_helpers import AGENTLOOP, Cli
 
@@ -159,8 +161,7 @@ def _end(pid: int, timeout: float = 10) -> None:
 @pytest.fixture
 def tmux(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Tmux]:
     """A tmux server of the test's own; ``indirect`` parametrisation gives its configuration."""
-    if TMUX is None:
-        pytest.skip("tmux is not installed: the real-terminal tests need it (apt-get install tmux)")
+    require("tmux", "apt-get install tmux")  # ``.ci/run`` installs it; CI fails without it
     config = tmp_path / "tmux.conf"
     config.write_text(getattr(request, "param", ""))  # tests parametrise it indirectly
     session = Tmux(f"agentloop-{uuid.uuid4().hex[:8]}", str(config))

@@ -323,6 +323,7 @@ class AgentApp(Actions):
         self._changed()
 
     def start_run(self, prompt: AgentInput) -> None:
+        """Run the agent on ``prompt`` in a worker of the app."""
         self.running = True
         self.view.status.state = "running"
         self.run_worker(self._run(prompt), group="agent", exit_on_error=False)

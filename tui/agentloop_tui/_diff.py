@@ -56,14 +56,17 @@ class ParsedDiff(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def path(self) -> str:
+        """The file's name: the new one, else the old one."""
         return self.new_path or self.old_path or ""
 
     @property
     def added(self) -> int:
+        """How many lines the diff adds."""
         return sum(1 for line in self.lines if line.kind == "added")
 
     @property
     def removed(self) -> int:
+        """How many lines the diff removes."""
         return sum(1 for line in self.lines if line.kind == "removed")
 
 

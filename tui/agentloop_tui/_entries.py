@@ -46,6 +46,8 @@ class Entry:
 
 
 class UserEntry(Entry):
+    """A message the user sent; ``text`` is what they typed."""
+
     kind = "user"
 
     def __init__(self, text: str) -> None:
@@ -154,6 +156,7 @@ class AssistantEntry(Entry):
         self.generation += 1
 
     def part(self, index: int, kind: type[TextPart | ThinkingPart]) -> Any:
+        """The part for the answer's block ``index``, made (as a ``kind``) when it is new."""
         found = self._by_index.get(index)
         if not isinstance(found, kind):
             found = kind()

@@ -114,15 +114,18 @@ class Status:
 
     @property
     def gauge(self) -> GaugeColour | None:
+        """The context gauge's colour for how full the window is (``None``: window unknown)."""
         fraction = self.context_fraction
         return None if fraction is None else gauge_colour(fraction)
 
     def add_usage(self, message: AssistantMessage) -> None:
+        """Add an answer's usage and cost to the totals."""
         self.usage = self.usage + message.usage
         self.cost = self.cost + message.cost
         self.changed = True
 
     def set_context(self, tokens: int, window: int | None) -> None:
+        """Say how many tokens the context holds, out of ``window``."""
         self.context_tokens = tokens
         self.context_window = window
         self.changed = True

@@ -118,6 +118,7 @@ class Conversation:
         self._added.append(entry)
 
     def touch(self, entry: Entry) -> None:
+        """Mark ``entry`` as changed, so the display redraws it."""
         self._changed.add(entry.id)
 
     def notice(self, text: str, *, level: Literal["info", "warning", "error"] = "info") -> None:
@@ -328,6 +329,7 @@ class Conversation:
     # ---------------------------------------------------------------- tool blocks
 
     def tool_entries(self) -> list[ToolEntry]:
+        """The tool blocks, in order."""
         return [e for e in self.entries if isinstance(e, ToolEntry)]
 
     def tick(self) -> list[ToolEntry]:
@@ -420,6 +422,7 @@ class Conversation:
         return next((e for e in reversed(self.entries) if isinstance(e, UserEntry)), None)
 
     def last_answer(self) -> AssistantEntry | None:
+        """The latest answer of the assistant, if any."""
         return next((e for e in reversed(self.entries) if isinstance(e, AssistantEntry)), None)
 
 

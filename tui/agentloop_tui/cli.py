@@ -20,3 +20,4 @@ class _Tui:
 
 
 TUI = _Tui()
+"""The ``agentloop tui`` command (registered in the ``agentloop.commands`` entry-point group)."""
