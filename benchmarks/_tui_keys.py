@@ -59,9 +59,7 @@ def child(tokens: int, rate: float) -> None:
 
     async def start(*, resume: str | None = None, model: str | None = None) -> CodingSession:
         spec = al.ModelSpec(provider="bench", model_id="stream", context_window=1_000_000)
-        return await CodingSession.start(
-            workspace=".", record=False, model=spec, stream_fn=stream
-        )
+        return await CodingSession.start(workspace=".", record=False, model=spec, stream_fn=stream)
 
     AgentApp(start, cursor_blink=False).run()
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests._programs import require
-
 from tests.coding._cli_helpers import AGENTLOOP, Cli
 
 if TYPE_CHECKING:

@@ -125,19 +125,21 @@ async def test_always_allow_a_command_prefix(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         assert dialog.tool == "bash"
         assert app.session is not None and "bash" not in app.session.approvals.trusted
+        assert app.session.commands.prefixes == ["git status"]
     assert not (tmp_path / "pwned").exists()
 
 
 def test_a_command_is_allowed_by_its_start_only_when_it_is_plain_words() -> None:
-    from agentloop_tui._approval import CommandRules, command_prefix
+    from agentloop_coding import CommandTrust
+    from agentloop_tui._approval import command_prefix
 
     assert command_prefix("git status -s") == "git status"
     assert command_prefix("pytest -x tests") == "pytest"
     assert command_prefix("npm test") == "npm test"
     for risky in ("echo $HOME", "ls > out", "a && b", "cat 'x y'", "rm *", "x\ny", "`id`"):
         assert command_prefix(risky) is None, risky
-    rules = CommandRules()
-    rules.allow("git status")
+    rules = CommandTrust()  # what "always" adds to: the session's own trust (session.commands)
+    rules.trust("git status")
     assert rules.allows("git status") and rules.allows("git status --short src/")
     for refused in (
         "git statusx",

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from agentloop_policies import ApprovalAnswer
 
     from ._app import AgentApp
-    from ._approval import CommandRules
     from ._commands import Commands
     from ._history import PromptHistory
     from ._keys import Keyboard, KeyboardReport
@@ -89,7 +88,6 @@ class Actions(App[int]):
         below: Static
         commands: Commands
         history: PromptHistory
-        rules: CommandRules
         keyboard: Keyboard
         running: bool
         editor: Callable[[str], str | None]
@@ -267,9 +265,7 @@ class Actions(App[int]):
         """The session's ``ask``: a modal dialog. Anything but yes or always refuses."""
         command = None
         if call.name == "bash" and isinstance(call.arguments, dict):
-            command = str(call.arguments.get("command", ""))
-            if self.rules.allows(command):
-                return True  # the user allowed commands that start this way
+            command = str(call.arguments.get("command", ""))  # trusted ones never get here
         prefix = command_prefix(command) if command is not None else None
         title = self._title(call.name, call.arguments)
         diff = preview_diff(self.session, call)
@@ -285,8 +281,8 @@ class Actions(App[int]):
         screen = ApprovalScreen(question, always=always, diff=diff, body=body, tool=call.name)
         choice = await self.choose(screen) or ApprovalChoice(answer="no")
         if choice.answer == "always":
-            if prefix is not None:
-                self.rules.allow(prefix)
+            if prefix is not None and self.session is not None:
+                self.session.commands.trust(prefix)
                 return True
             return ALWAYS_ALLOW
         if choice.answer == "yes":

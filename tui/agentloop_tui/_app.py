@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import webbrowser
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -31,7 +32,6 @@ from agentloop import (
 from agentloop_coding import ConfigError
 
 from ._actions import Actions
-from ._approval import CommandRules
 from ._commands import Commands
 from ._complete import complete, with_files
 from ._editor import edit_prompt
@@ -122,7 +122,6 @@ class AgentApp(Actions):
         self.session: CodingSession | None = None
         self.gauge = ContextGauge()
         self.commands = Commands(self)
-        self.rules = CommandRules()
         self.keyboard: Keyboard = "legacy"
         self.running = False
         self.scrollback: Scrollback | None = None  # inline mode's printer
@@ -244,7 +243,6 @@ class AgentApp(Actions):
         # tools are interrupted for it: ask for that whatever the library's default.
         session.agent.steering_interrupt = "now"
         self.session = session
-        self.rules = CommandRules()
         await self._clear_widgets()
         for line in said:
             self.view.notice(line)
@@ -426,7 +424,7 @@ class AgentApp(Actions):
         session = self.session
         self.welcome.show(
             model=session.model if session is not None else "",
-            workspace=str(session.workspace.root) if session is not None else "",
+            workspace=_home_relative(session.workspace.root) if session is not None else "",
             session=session.session_id if session is not None else None,
             newline=newline,
         )
@@ -442,3 +440,11 @@ def _text(message: Any) -> str:
 
     text = extract_text(getattr(message, "content", []))
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _home_relative(path: Path) -> str:
+    """``path`` with the user's home directory written ``~`` (as a shell prompt shows it)."""
+    try:
+        return str(Path("~") / path.relative_to(Path.home()))
+    except (ValueError, RuntimeError):  # outside the home directory, or no home
+        return str(path)

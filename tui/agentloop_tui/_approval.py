@@ -6,11 +6,10 @@ the keys: **y** yes, **a** always (this tool for the session; for a command, com
 start the same way), **n** no, **t** no, and tell the agent what to do instead. Whatever
 closes it without a yes refuses.
 
-``CommandRules`` is the "always" of commands: ``always allow `git status``` allows later
-``bash`` calls whose command starts with those words, and nothing that could do more than it
-says. A command is only matched when it is a plain list of words — no quotes, variables,
-globs, redirections, pipes, ``;`` or ``&&`` — so ``git status; rm -rf ~`` never passes as
-``git status``: the rule fails closed.
+The "always" of a command trusts its start (``command_prefix``: ``git status``, ``pytest``) in
+the session's ``CommandTrust`` (``session.commands``), which lets later ``bash`` calls starting
+with those words run unasked, and nothing that could do more than it says: ``git status;
+rm -rf ~`` never passes as ``git status``. A command that is not plain words offers no prefix.
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ __all__ = [
     "Answer",
     "ApprovalChoice",
     "ApprovalScreen",
-    "CommandRules",
     "command_prefix",
     "preview_diff",
 ]
@@ -78,24 +76,6 @@ def command_prefix(command: str) -> str | None:
     if len(words) > 1 and _SUBCOMMAND.fullmatch(words[1]):
         return f"{words[0]} {words[1]}"
     return words[0]
-
-
-class CommandRules:
-    """The command prefixes the user allowed for this session (see the module docs)."""
-
-    def __init__(self) -> None:
-        self.prefixes: list[str] = []
-
-    def allow(self, prefix: str) -> None:
-        if prefix not in self.prefixes:
-            self.prefixes.append(prefix)
-
-    def allows(self, command: str) -> bool:
-        """Whether ``command`` starts with an allowed prefix and is nothing but plain words."""
-        words = _words(command)
-        if words is None:
-            return False
-        return any(words[: len(p.split())] == p.split() for p in self.prefixes)
 
 
 def preview_diff(session: CodingSession | None, call: ToolCall) -> str | None:

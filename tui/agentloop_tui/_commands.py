@@ -116,7 +116,7 @@ class Commands:
         elif name == "usage":
             self.usage()
         elif name == "model":
-            self.model(argument)
+            await self.model(argument)
         elif name == "thinking":
             self.thinking(argument)
         elif name == "system":
@@ -184,23 +184,22 @@ class Commands:
             f"{estimated} · cost ${cost.total:.4f} · context {context} tokens (estimated)"
         )
 
-    def model(self, argument: str) -> None:
+    async def model(self, argument: str) -> None:
         session = self.app.session
         assert session is not None
         if not argument:
 
             def chosen(model: str | None) -> None:
                 if model is not None:
-                    self.model(model)
+                    self.app.run_worker(self.model(model), group="command")
 
             self.app.push_screen(ModelPicker(catalog_models(), session.model), callback=chosen)
             return
         try:
-            session.agent.set_model(argument)
+            await session.set_model(argument)  # a recorded session remembers it
         except (UnknownModel, ValueError) as exc:
             self.say(f"error: {exc}", level="error")
             return
-        session.model = argument
         self.app.view.status.model = argument
         self.app.update_gauge()
         self.say(f"model: {argument}")

@@ -167,6 +167,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "agentloop tui") -> int:
 
         printed = app.scrollback.printed if app.scrollback is not None else 0
         print_transcript(app.view, Console(), start=0 if args.transcript else printed)
-    if app.session is not None and app.session.session_id:
+    if app.session is not None and app.session.session_id and app.session.recorded:
         print(f"session: {app.session.session_id}", file=sys.stderr)
     return code if isinstance(code, int) else 0
