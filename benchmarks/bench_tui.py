@@ -14,6 +14,13 @@ the end of a long answer costs what a frame at its start does.
 
     python -m benchmarks.bench_tui                 # 25k, 50k, 100k tokens
     python -m benchmarks.bench_tui --smoke         # 2k tokens, for CI's smoke run
+
+With ``--keys``, the figure a user feels instead: key-to-screen latency, typing into the app
+in a real pseudo-terminal while a 20k-token answer streams, against the same typing idle (see
+``_tui_keys``; targets p50 ≤ 30 ms, p99 ≤ 100 ms throughout)::
+
+    python -m benchmarks.bench_tui --keys          # 20k tokens at 400 tokens/s
+    python -m benchmarks.bench_tui --keys --smoke  # 2k tokens, a few keys
 """
 
 from __future__ import annotations
@@ -152,7 +159,21 @@ def main() -> None:
     parser.add_argument("--per-frame", type=int, default=50, help="tokens per frame")
     parser.add_argument("--sizes", default="25000,50000,100000")
     parser.add_argument("--only", choices=["tui", "log"], help=argparse.SUPPRESS)
+    parser.add_argument("--keys", action="store_true", help="key-to-screen latency in a pty")
+    parser.add_argument("--rate", type=float, default=400.0, help="tokens per second (--keys)")
+    parser.add_argument("--idle-keys", type=int, default=100, help="keys typed idle (--keys)")
+    parser.add_argument("--keys-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.keys or args.keys_child:
+        from . import _tui_keys
+
+        tokens = 2000 if args.smoke else int(args.sizes) if args.sizes.isdigit() else 20_000
+        if args.keys_child:  # the app, in the pty the parent made
+            _tui_keys.child(tokens, args.rate)
+            return
+        idle = 10 if args.smoke else args.idle_keys
+        print(json.dumps(_tui_keys.measure(tokens, args.rate, idle), indent=2))
+        return
     sizes = [2000] if args.smoke else [int(s) for s in args.sizes.split(",")]
     if args.only is not None:  # a child process: one run, its summary
         (size,) = sizes

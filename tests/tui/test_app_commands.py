@@ -21,8 +21,9 @@ from agentloop.testing import reply_text
 from agentloop_coding import CodingSession, Config
 from agentloop_tui import AgentApp, UserEntry, edit_prompt, print_transcript
 from agentloop_tui._commands import Command, parse
-from agentloop_tui._screens import HelpScreen, SessionPicker, Setup, SetupScreen
+from agentloop_tui._screens import HelpScreen, SessionPicker
 from agentloop_tui._setup import apply_setup, needs_setup
+from agentloop_tui._wizard import Setup, SetupScreen
 
 from ._helpers import SYSTEM, Pause, PausingModel, make_app, screen_text, settle, text_of
 
@@ -171,7 +172,7 @@ async def test_model_thinking_usage_system_and_compact(tmp_path: Path) -> None:
         assert session is not None
         await _command(pilot, app, "/thinking high")
         assert session.agent.model.thinking_level is al.ThinkingLevel.HIGH
-        await _command(pilot, app, "/thinking sometimes")
+        await _command(pilot, app, "/thinking")
         assert "off|minimal|low|medium|high|extra_high" in _notices(app)[-1]
         await _command(pilot, app, "/model nosuchprovider:x")
         assert "error" in _notices(app)[-1] and session.model == "scripted:demo"
@@ -237,7 +238,7 @@ async def test_sessions_are_recorded_reset_and_resumed_from_the_picker(tmp_path:
         assert isinstance(app.screen, SessionPicker)
         ids = [info.id for info in app.screen.sessions]
         assert first_id in ids
-        picker = app.screen.query_one("#sessions")
+        picker = app.screen.query_one("#choices")
         picker.highlighted = ids.index(first_id)  # type: ignore[attr-defined]
         await pilot.press("enter")
         await app.workers.wait_for_complete()

@@ -12,8 +12,9 @@ from textual.widgets import Static
 import agentloop as al
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_tui import AgentApp, AssistantEntry, ToolEntry, UserEntry, _text_view as text_view
+from agentloop_tui._prompt import PromptInput
 from agentloop_tui._text_view import TextView, ThinkingView
-from agentloop_tui._widgets import AnswerView, PromptInput, ToolBlock
+from agentloop_tui._widgets import AnswerView, ToolBlock
 
 from ._helpers import Pause, PausingModel, make_app, screen_text, settle, text_of
 

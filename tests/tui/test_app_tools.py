@@ -9,7 +9,7 @@ import pytest
 import agentloop as al
 from agentloop.testing import reply_text, reply_tool_calls
 from agentloop_tui import AgentApp, AssistantEntry
-from agentloop_tui._screens import ApprovalScreen
+from agentloop_tui._approval import ApprovalScreen
 from agentloop_tui._widgets import AnswerView, ToolBlock
 
 from ._helpers import Pause, PausingModel, make_app, screen_text, settle, text_of
@@ -123,7 +123,7 @@ async def test_the_dialog_shows_the_change_and_no_refuses(tmp_path: Path) -> Non
         await settle(pilot)
         shown = screen_text(app)
         assert "Allow Edit hello.py?" in shown and 'print("hello, world")' in shown
-        assert "Always for edit_file this session" in shown
+        assert "always allow edit_file (this session)" in shown
         await pilot.press("n")
         await app.workers.wait_for_complete()
         await settle(pilot)

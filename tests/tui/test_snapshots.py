@@ -15,7 +15,7 @@ import pytest
 from agentloop import UserMessage
 from agentloop.context import estimate_tokens
 from agentloop.testing import reply_text, reply_tool_calls
-from agentloop_tui._screens import ApprovalScreen
+from agentloop_tui._approval import ApprovalScreen
 
 from ._helpers import SYSTEM, Pause, PausingModel, make_app, settle
 
@@ -147,3 +147,31 @@ def test_aborted(snap_compare: Any, tmp_path: Path) -> None:
 
     app = make_app(_workspace(tmp_path), model)
     assert snap_compare(app, terminal_size=SIZE, run_before=_send("fix greet", wait=abort))
+
+
+def test_first_screen(snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What an idle app shows before the first prompt: the model, the workspace (under the
+    # home directory, written ~/...), the keys.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    project = tmp_path / "project"
+    project.mkdir()
+    app = make_app(_workspace(project), PausingModel([]))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await app.ready.wait()
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_approval_of_a_big_file(snap_compare: Any, tmp_path: Path) -> None:
+    content = "".join(f"line_{n} = {n}\n" for n in range(2100))
+    write = ("write_file", {"path": "constants.py", "content": content})
+    model = PausingModel([reply_tool_calls(write), reply_text("done")])
+    app = make_app(_workspace(tmp_path), model)
+
+    async def dialog(app: AgentApp) -> None:
+        while not isinstance(app.screen, ApprovalScreen):
+            await anyio.lowlevel.checkpoint()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=_send("write them", wait=dialog))

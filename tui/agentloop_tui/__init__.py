@@ -12,6 +12,7 @@ name                        what it is
 ``parse_diff``,             unified diffs read, and shown syntax-highlighted
 ``render_diff``
 ``edit_prompt``             a prompt written in ``$EDITOR``
+``PromptHistory``           the prompts sent in a project, kept across restarts
 ``main``                    ``agentloop tui``
 ==========================  =========================================================
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         render_diff as render_diff,
     )
     from ._editor import EditorError as EditorError, edit_prompt as edit_prompt
+    from ._history import PromptHistory as PromptHistory
     from ._main import main as main, print_transcript as print_transcript
     from ._markdown import MarkdownBlocks as MarkdownBlocks
     from ._status import ContextGauge as ContextGauge, Status as Status
@@ -70,6 +72,7 @@ __all__ = [
     "MarkdownBlocks",
     "NoticeEntry",
     "ParsedDiff",
+    "PromptHistory",
     "SessionStarter",
     "Status",
     "ToolEntry",
@@ -89,6 +92,7 @@ _WHERE: dict[str, str] = {
     "render_diff": "._diff",
     "EditorError": "._editor",
     "edit_prompt": "._editor",
+    "PromptHistory": "._history",
     "main": "._main",
     "print_transcript": "._main",
     "MarkdownBlocks": "._markdown",

@@ -5,40 +5,56 @@ from the agent are applied to the view model as they arrive and the widgets catc
 frame (``flush``), only for what changed. Textual runs on asyncio, so the agent runs here on
 anyio's asyncio backend, in a Textual worker; nothing in the library below knows about it.
 
-Slash commands live in ``_commands``, the dialogs in ``_screens``.
+Keys and actions live in ``_actions``, slash commands in ``_commands``, dialogs in
+``_approval``, ``_screens``, ``_elicit`` and ``_wizard``, MCP servers in ``_mcp``, and what
+inline mode prints into the terminal's scrollback in ``_inline``.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from textual.app import App
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from agentloop import AgentEnd, ContextCompacted, SessionNotFound, TurnEnd, UnknownModel
+from agentloop import (
+    AgentEnd,
+    ContextCompacted,
+    SessionNotFound,
+    ToolExecutionStart,
+    TurnEnd,
+    UnknownModel,
+)
 from agentloop_coding import ConfigError
-from agentloop_policies import ALWAYS_ALLOW
 
+from ._actions import Actions
 from ._commands import Commands
+from ._complete import complete, with_files
 from ._editor import edit_prompt
-from ._screens import ApprovalScreen, Setup, SetupScreen, preview_diff
+from ._history import PromptHistory
+from ._inline import Scrollback, with_scrollback
+from ._keys import newline_key
+from ._prompt import PromptInput, SuggestionList
 from ._status import ContextGauge
-from ._view import AUTO_COLLAPSE_SECONDS, Conversation, ToolEntry
-from ._widgets import ConversationView, PromptInput, StatusBar, ToolBlock, ToolPanel, view_for
+from ._view import AUTO_COLLAPSE_SECONDS, Conversation, UserEntry
+from ._widgets import ConversationView, StatusBar, ToolBlock, ToolPanel, Welcome, view_for
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from textual.app import ComposeResult
+    from textual.screen import Screen
 
-    from agentloop import AgentEvent, AgentTool, ToolCall
+    from agentloop import AgentEvent, AgentInput
     from agentloop_coding import CodingSession
-    from agentloop_policies import ApprovalAnswer
 
+    from ._complete import Suggestion
+    from ._keys import Keyboard
+    from ._mcp import McpBridge
     from ._widgets import EntryView
 
 __all__ = ["AgentApp", "SessionStarter"]
@@ -56,7 +72,7 @@ class SessionStarter(Protocol):
     ) -> CodingSession: ...
 
 
-class AgentApp(App[int]):
+class AgentApp(Actions):
     """The terminal UI of the coding agent.
 
     Args:
@@ -67,31 +83,18 @@ class AgentApp(App[int]):
         side_by_side_width: from this terminal width, diffs show old and new side by side.
         editor: writes a prompt in an external editor (see ``edit_prompt``).
         cursor_blink: whether the input's cursor blinks (off for reproducible screenshots).
+        history: the project's earlier prompts (default: this run's only).
+        mcp_servers: MCP servers to connect (``agentloop_mcp`` specs): their tools are
+            offered, their prompts are slash commands, their questions are dialogs.
+        open_page: opens a page in the user's browser (an MCP server's URL request).
     """
 
     CSS_PATH = "app.tcss"
     TITLE = "agentloop"
-    HORIZONTAL_BREAKPOINTS = [
-        (0, "-narrow"),
-        (70, "-normal"),
-        (120, "-wide"),
-    ]
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        Binding("ctrl+c", "interrupt", "Abort", priority=True, show=False),
-        Binding("escape", "abort", "Abort", show=False),
-        Binding("shift+tab", "toggle_plan", "Plan mode", priority=True),
-        Binding("f2", "toggle_tool", "Tool block", priority=True),
-        Binding("shift+left", "select_tool(-1)", "Previous tool", priority=True, show=False),
-        Binding("shift+right", "select_tool(1)", "Next tool", priority=True, show=False),
-        Binding("ctrl+t", "toggle_thinking", "Thinking", priority=True, show=False),
-        Binding("ctrl+y", "copy_answer", "Copy answer", priority=True, show=False),
-        Binding("alt+y", "copy_code", "Copy code", priority=True, show=False),
-        Binding("pageup", "scroll(-1, True)", show=False, priority=True),
-        Binding("pagedown", "scroll(1, True)", show=False, priority=True),
-        Binding("ctrl+up", "scroll(-1, False)", show=False, priority=True),
-        Binding("ctrl+down", "scroll(1, False)", show=False, priority=True),
-    ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-normal"), (120, "-wide")]
+    # Inline, no blank line above the app: the lines printed into the scrollback go where the
+    # app starts, and Textual clears from one padding line above it when the app closes.
+    INLINE_PADDING = 0
 
     def __init__(
         self,
@@ -103,6 +106,9 @@ class AgentApp(App[int]):
         side_by_side_width: int = 160,
         editor: Callable[[str], str | None] = edit_prompt,
         cursor_blink: bool = True,
+        history: PromptHistory | None = None,
+        mcp_servers: Sequence[Any] = (),
+        open_page: Callable[[str], object] = webbrowser.open,
     ) -> None:
         super().__init__()
         self.start_session = start
@@ -111,10 +117,19 @@ class AgentApp(App[int]):
         self.side_by_side_width = side_by_side_width
         self.editor = editor
         self.cursor_blink = cursor_blink
+        self.history = history if history is not None else PromptHistory()
+        self.open_page = open_page
         self.session: CodingSession | None = None
         self.gauge = ContextGauge()
         self.commands = Commands(self)
+        self.keyboard: Keyboard = "legacy"
         self.running = False
+        self.scrollback: Scrollback | None = None  # inline mode's printer
+        self.mcp: McpBridge | None = None
+        if mcp_servers:
+            from ._mcp import McpBridge
+
+            self.mcp = McpBridge(self, list(mcp_servers))
         self._session_ready: anyio.Event | None = None
         self._views: dict[int, EntryView] = {}
         self._flush_pending = False
@@ -132,23 +147,41 @@ class AgentApp(App[int]):
     def compose(self) -> ComposeResult:
         # Kept by reference: while a dialog is open, queries look in the dialog's screen.
         self.conversation = ConversationView(id="conversation")
+        self.welcome = Welcome(id="welcome")
         self.tool_panel = ToolPanel(id="tool-panel")
+        self.below = Static("↓ new output below · End shows it", id="below", markup=False)
+        self.suggestions = SuggestionList(id="suggestions")
         self.queue = Static("", id="queue", markup=False)
-        self.prompt = PromptInput(id="input", placeholder="Ask, or /help")
+        self.prompt = PromptInput(id="input", history=self.history)
         self.prompt.cursor_blink = self.cursor_blink
+        self.prompt.suggestions = self.suggestions
+        self.prompt.completer = self.complete
         self.status_bar = StatusBar(id="status")
         with Horizontal(id="main"):
-            yield self.conversation
+            with self.conversation:
+                yield self.welcome
             yield self.tool_panel
+        yield self.below
+        yield self.suggestions
         yield self.queue
         yield self.prompt
         yield self.status_bar
 
     async def on_mount(self) -> None:
-        self.conversation.anchor()
+        if self.is_inline:
+            self.scrollback = Scrollback(self.view, color_system=self.console.color_system)
+        self.below.display = False
+        self.conversation.marker = self.below
+        self.suggestions.display = False
+        self.conversation.follow()
         self.prompt.focus()
+        self._show_keys()
         self.set_interval(0.25, self.tick)
+        if self.mcp is not None:
+            self.run_worker(self.mcp.run(), group="mcp", exit_on_error=False)
         if self.needs_setup:
+            from ._wizard import SetupScreen
+
             self.push_screen(SetupScreen(), callback=self._set_up)
         else:
             self.run_worker(self.open_session(), group="session")
@@ -159,29 +192,60 @@ class AgentApp(App[int]):
             session.agent.abort()
             with anyio.move_on_after(5, shield=True):
                 await session.aclose()
+        if self.mcp is not None:
+            with anyio.move_on_after(10, shield=True):
+                await self.mcp.aclose()
 
     def on_resize(self) -> None:
         self._changed()
 
+    def _build_driver(self, headless: bool, inline: bool, mouse: bool, size: Any) -> Any:
+        # Textual's drivers, asking the terminal for the keyboard encodings that tell
+        # Shift+Enter from Enter, and reading every encoding of them (see ``_keys``).
+        import sys
+
+        if headless or sys.platform == "win32":
+            return super()._build_driver(headless, inline, mouse, size)
+        from textual import constants
+
+        from ._keys import InlineKeyboardDriver, KeyboardDriver
+
+        cls = InlineKeyboardDriver if inline else KeyboardDriver
+        driver = self._driver = cls(self, debug=constants.DEBUG, mouse=mouse, size=size)
+        return driver
+
+    def _display(self, screen: Screen[Any], renderable: Any) -> None:
+        if self.scrollback is not None:
+            renderable = with_scrollback(renderable, self.scrollback)
+        super()._display(screen, renderable)
+
     # ---------------------------------------------------------------- sessions
 
-    async def open_session(self, *, resume: str | None = None, model: str | None = None) -> None:
-        """Show a new session (or the stored ``resume``), closing the one shown."""
+    async def open_session(
+        self, *, resume: str | None = None, model: str | None = None, said: Sequence[str] = ()
+    ) -> None:
+        """Show a new session (or the stored ``resume``), closing the one shown; ``said``:
+        lines to show first (what the first-run wizard did)."""
         old, self.session = self.session, None
         if old is not None:
             await old.aclose()
         try:
             session = await self.start_session(resume=resume, model=model)
         except (ConfigError, UnknownModel, SessionNotFound, ValueError) as exc:
+            for line in said:
+                self.view.notice(line)
             self.view.notice(f"error: {exc}", level="error")
             self.ready.set()
             self._changed()
             return
         session.ask = self.ask
+        # Enter while the agent works steers it, and the help and docs promise that running
+        # tools are interrupted for it: ask for that whatever the library's default.
+        session.agent.steering_interrupt = "now"
         self.session = session
-        await self.conversation.remove_children()
-        self._views.clear()
-        self.view.clear()
+        await self._clear_widgets()
+        for line in said:
+            self.view.notice(line)
         if resume is not None:
             self.view.load(session.agent.messages)
         status = self.view.status
@@ -192,20 +256,27 @@ class AgentApp(App[int]):
         status.state = "idle"
         self.gauge = ContextGauge()
         self.update_gauge()
-        where = f"session {session.session_id}" if session.session_id else "not recorded"
-        self.view.notice(f"{session.model} · {where} · /help for keys and commands")
+        if self.mcp is not None:
+            self.mcp.attach(session)
         self.ready.set()
         self._changed()
 
-    def _set_up(self, setup: Setup | None) -> None:
+    async def _clear_widgets(self) -> None:
+        for view in list(self._views.values()):
+            await view.remove()  # type: ignore[attr-defined]
+        self._views.clear()
+        self.view.clear()
+        if self.scrollback is not None:
+            self.scrollback.reset()
+
+    def _set_up(self, setup: Any) -> None:
         if setup is None:
             self.exit(0)
             return
         from ._setup import apply_setup
 
-        for line in apply_setup(setup):
-            self.view.notice(line)
-        self.run_worker(self.open_session(model=f"{setup.provider}:{setup.model}"))
+        said = apply_setup(setup)
+        self.run_worker(self.open_session(model=setup.model_string, said=said), group="session")
 
     def update_gauge(self) -> None:
         """Estimate the context window's fill from the history (once per turn)."""
@@ -220,6 +291,11 @@ class AgentApp(App[int]):
         tool = self.session.tool(name) if self.session is not None else None
         return tool.title(arguments) if tool is not None else name
 
+    def complete(self, text: str, cursor: int) -> list[Suggestion]:
+        """The prompt's suggestions: commands after ``/``, workspace paths after ``@``."""
+        root = self.session.workspace.root if self.session is not None else None
+        return complete(text, cursor, commands=self.commands.listed(), root=root)
+
     # ---------------------------------------------------------------- running
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
@@ -230,6 +306,7 @@ class AgentApp(App[int]):
         text = text.strip()
         if not text:
             return
+        self.conversation.follow()  # whatever was scrolled, the answer is what comes next
         if self.commands.handles(text):
             self.run_worker(self.commands.run(text), group="command")
             return
@@ -239,16 +316,17 @@ class AgentApp(App[int]):
             agent = self.session.agent
             agent.follow_up(text) if follow_up else agent.steer(text)
         else:
-            self.start_run(text)
+            attached = with_files(text, self.session.workspace.resolve, self.view.notice)
+            self.start_run(attached)
         self._changed()
 
-    def start_run(self, prompt: str) -> None:
+    def start_run(self, prompt: AgentInput) -> None:
         """Run the agent on ``prompt`` in a worker of the app."""
         self.running = True
         self.view.status.state = "running"
         self.run_worker(self._run(prompt), group="agent", exit_on_error=False)
 
-    async def _run(self, prompt: str) -> None:
+    async def _run(self, prompt: AgentInput) -> None:
         assert self.session is not None
         agent = self.session.agent
         try:
@@ -269,35 +347,9 @@ class AgentApp(App[int]):
             self.update_gauge()
         if kind is AgentEnd and self.session is not None:
             self.view.status.mode = self.session.mode
+        if kind is ToolExecutionStart:
+            self.tick()
         self._changed()
-
-    # ---------------------------------------------------------------- approval
-
-    async def ask(self, call: ToolCall, tool: AgentTool | None) -> ApprovalAnswer:
-        """The session's ``ask``: a modal dialog. Anything but yes or always refuses."""
-        screen = ApprovalScreen(
-            call.name,
-            self._title(call.name, call.arguments),
-            call.arguments,
-            preview_diff(self.session, call),
-        )
-        answered = anyio.Event()
-        box: list[str | None] = []
-
-        def done(answer: str | None) -> None:
-            box.append(answer)
-            answered.set()
-
-        self.push_screen(screen, callback=done)
-        try:
-            await answered.wait()
-        finally:
-            if not answered.is_set() and screen.is_attached and self.screen is screen:
-                self.pop_screen()  # the run was aborted while the question was open
-        answer = box[0] if box else None
-        if answer == "always":
-            return ALWAYS_ALLOW
-        return answer == "yes"
 
     # ---------------------------------------------------------------- drawing
 
@@ -319,15 +371,29 @@ class AgentApp(App[int]):
             return
         self._last_flush = time.monotonic()
         added, changed = self.view.take_changes()
-        if added:
-            widgets = [view_for(entry) for entry in added]
+        printed: set[int] = set()
+        if self.scrollback is not None:
+            # Inline: what settled goes to the terminal's scrollback, not to a widget.
+            printed = {entry.id for entry in self.scrollback.take(self.size.width)}
+            for entry_id in printed:
+                gone = self._views.pop(entry_id, None)
+                if gone is not None:
+                    gone.remove()  # type: ignore[attr-defined]
+            if printed:
+                self.screen.refresh()  # a frame, to print them
+        widgets = [view_for(entry) for entry in added if entry.id not in printed]
+        if widgets:
             for widget in widgets:
                 self._views[widget.entry.id] = widget
             self.conversation.mount_all(widgets)  # type: ignore[arg-type]
+            if not self.conversation.following:
+                self.below.display = True
         for entry in changed:
             view = self._views.get(entry.id)
             if view is not None:
                 view.sync()
+        if changed and not self.conversation.following:
+            self.below.display = True
         tools = self.view.tool_entries()
         selected = self.view.selected_tool
         for index, entry in enumerate(tools):
@@ -337,6 +403,9 @@ class AgentApp(App[int]):
         self.tool_panel.show(tools, selected)
         self.status_bar.show(self.view.status, self.size.width)
         self._show_queue()
+        self.welcome.display = not any(isinstance(e, UserEntry) for e in self.view.entries)
+        if self.welcome.display:
+            self._show_keys()
 
     def _show_queue(self) -> None:
         queue = self.queue
@@ -348,88 +417,22 @@ class AgentApp(App[int]):
         queue.update("\n".join(lines))
         queue.set_class(bool(lines), "-visible")
 
+    def _show_keys(self) -> None:
+        """Say which keys work here (the newline key depends on the terminal)."""
+        newline = newline_key(self.keyboard)
+        self.prompt.placeholder = f"Ask, or /help · {newline} new line · Alt+Enter queue"
+        session = self.session
+        self.welcome.show(
+            model=session.model if session is not None else "",
+            workspace=_home_relative(session.workspace.root) if session is not None else "",
+            session=session.session_id if session is not None else None,
+            newline=newline,
+        )
+
     def tick(self) -> None:
-        """Fold the tool blocks whose three seconds are up."""
+        """Fold the tool blocks whose three seconds are up; count running ones' seconds."""
         if self.view.tick():
             self._changed()
-
-    # ---------------------------------------------------------------- actions
-
-    def action_abort(self) -> None:
-        if self.session is not None and self.running:
-            self.view.request_abort()
-            self.session.agent.abort()
-            self._changed()
-
-    def action_interrupt(self) -> None:
-        if self.running:
-            self.action_abort()
-        else:
-            self.notify("Ctrl+Q quits", timeout=2)
-
-    async def action_quit(self) -> None:
-        if self.session is not None:
-            self.session.agent.abort()
-        self.exit(0)
-
-    def action_toggle_plan(self) -> None:
-        self.commands.toggle_plan()
-
-    def action_toggle_tool(self) -> None:
-        if self.view.toggle_tool() is not None:
-            self._changed()
-
-    def action_select_tool(self, step: int) -> None:
-        entry = self.view.select_tool(step)
-        if entry is not None:
-            self._changed()
-            block = self._views.get(entry.id)
-            if isinstance(block, ToolBlock):
-                block.scroll_visible(animate=False)
-
-    def action_toggle_thinking(self) -> None:
-        self.view.toggle_thinking()
-        self._changed()
-
-    def action_copy_answer(self) -> None:
-        answer = self.view.last_answer()
-        if answer is None or not answer.text:
-            self.notify("no answer to copy yet", severity="warning", timeout=2)
-            return
-        self.copy_to_clipboard(answer.text)
-        self.notify(f"copied the answer ({len(answer.text)} characters)", timeout=2)
-
-    def action_copy_code(self) -> None:
-        for entry in reversed(self.view.entries):
-            if isinstance(entry, ToolEntry):
-                continue
-            blocks = entry.code_blocks() if hasattr(entry, "code_blocks") else []
-            if blocks:
-                self.copy_to_clipboard(blocks[-1])
-                self.notify(f"copied a code block ({len(blocks[-1])} characters)", timeout=2)
-                return
-        self.notify("no code block to copy", severity="warning", timeout=2)
-
-    def action_scroll(self, direction: int, page: bool) -> None:
-        conversation = self.conversation
-        if page:
-            (conversation.scroll_page_up if direction < 0 else conversation.scroll_page_down)(
-                animate=False
-            )
-        else:
-            conversation.scroll_relative(y=direction * 3, animate=False)
-
-    def edit_externally(self, initial: str) -> str | None:
-        """Run the external editor with the app suspended (where the terminal allows it)."""
-        from textual.app import SuspendNotSupported
-
-        try:
-            with self.suspend():
-                return self.editor(initial)
-        except SuspendNotSupported:
-            if not self.is_headless:
-                raise
-            return self.editor(initial)  # headless (tests): there is no terminal to give up
 
 
 def _text(message: Any) -> str:
@@ -437,3 +440,11 @@ def _text(message: Any) -> str:
 
     text = extract_text(getattr(message, "content", []))
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _home_relative(path: Path) -> str:
+    """``path`` with the user's home directory written ``~`` (as a shell prompt shows it)."""
+    try:
+        return str(Path("~") / path.relative_to(Path.home()))
+    except (ValueError, RuntimeError):  # outside the home directory, or no home
+        return str(path)

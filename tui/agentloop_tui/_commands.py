@@ -14,28 +14,29 @@ import msgspec
 from agentloop import AlreadyRunning, ThinkingLevel, UnknownModel
 
 from ._editor import EditorError
-from ._screens import HelpScreen, SessionPicker
+from ._keys import newline_key
+from ._screens import HelpScreen, ModelPicker, SessionPicker, catalog_models
 
 if TYPE_CHECKING:
     from ._app import AgentApp
 
 __all__ = ["APPROVE_MODES", "COMMANDS", "Command", "Commands", "parse"]
 
-COMMANDS = (
-    "compact",
-    "copy",
-    "editor",
-    "help",
-    "model",
-    "plan",
-    "quit",
-    "reset",
-    "sessions",
-    "system",
-    "thinking",
-    "usage",
-)
-"""The slash commands, by name."""
+COMMANDS = {
+    "compact": "[tokens] shrink the history",
+    "copy": "copy the last answer",
+    "editor": "write the prompt in $EDITOR",
+    "help": "keys and commands",
+    "model": "[provider:model] show, pick or change the model",
+    "plan": "plan mode on or off",
+    "quit": "quit",
+    "reset": "a new conversation",
+    "sessions": "resume a stored session",
+    "system": "[text] show or replace the system prompt",
+    "thinking": "[level] show or change the reasoning level",
+    "usage": "tokens, cost and context so far",
+}
+"""The slash commands, by name, with what they do."""
 
 APPROVE_MODES = {"on": "enabled", "smart": "smart", "off": "bypassed"}
 """``#approve`` words and the approval modes they choose."""
@@ -68,6 +69,17 @@ class Commands:
     def handles(self, text: str) -> bool:
         return parse(text) is not None
 
+    def listed(self) -> list[tuple[str, str]]:
+        """Every slash command and what it does, MCP servers' prompts included."""
+        found = list(COMMANDS.items())
+        mcp = self.app.mcp
+        if mcp is not None:
+            found += [
+                (c.name, f"{c.hint + ' ' if c.hint else ''}{c.description} ({c.server})")
+                for c in mcp.commands
+            ]
+        return found
+
     def say(self, text: str, *, level: str = "info") -> None:
         self.app.view.notice(text, level=level)  # type: ignore[arg-type]
         self.app._changed()
@@ -79,14 +91,20 @@ class Commands:
             return
         app, session = self.app, self.app.session
         name, argument = command.name, command.argument
+        mcp = app.mcp
         if name == "quit":
             await app.action_quit()
         elif name == "help":
-            app.push_screen(HelpScreen())
+            app.push_screen(HelpScreen(newline_key(app.keyboard)))
         elif name == "copy":
             app.action_copy_answer()
         elif name == "editor":
             await self.editor(argument)
+        elif mcp is not None and mcp.has_command(name):
+            if session is None or app.running:
+                self.say(f"/{name} waits until the run is over", level="warning")
+            else:
+                await mcp.run_command(name, argument)
         elif name not in (*COMMANDS, "approve"):
             self.say(f"unknown command /{name}; /help lists them", level="warning")
         elif session is None:
@@ -98,7 +116,7 @@ class Commands:
         elif name == "usage":
             self.usage()
         elif name == "model":
-            self.model(argument)
+            await self.model(argument)
         elif name == "thinking":
             self.thinking(argument)
         elif name == "system":
@@ -166,18 +184,22 @@ class Commands:
             f"{estimated} · cost ${cost.total:.4f} · context {context} tokens (estimated)"
         )
 
-    def model(self, argument: str) -> None:
+    async def model(self, argument: str) -> None:
         session = self.app.session
         assert session is not None
         if not argument:
-            self.say(f"model: {session.model}; /model provider:model-id changes it")
+
+            def chosen(model: str | None) -> None:
+                if model is not None:
+                    self.app.run_worker(self.model(model), group="command")
+
+            self.app.push_screen(ModelPicker(catalog_models(), session.model), callback=chosen)
             return
         try:
-            session.agent.set_model(argument)
+            await session.set_model(argument)  # a recorded session remembers it
         except (UnknownModel, ValueError) as exc:
             self.say(f"error: {exc}", level="error")
             return
-        session.model = argument
         self.app.view.status.model = argument
         self.app.update_gauge()
         self.say(f"model: {argument}")
@@ -186,9 +208,15 @@ class Commands:
         session = self.app.session
         assert session is not None
         levels = [level.value for level in ThinkingLevel]
-        if argument not in levels:
+        if not argument:
             current = session.agent.model.thinking_level.value
             self.say(f"thinking: {current}; /thinking {'|'.join(levels)} changes it")
+            return
+        if argument not in levels:
+            self.say(
+                f"error: no thinking level {argument!r}: choose one of {', '.join(levels)}",
+                level="error",
+            )
             return
         session.agent.set_thinking_level(ThinkingLevel(argument))
         self.app.view.status.thinking = argument
@@ -218,9 +246,10 @@ class Commands:
 
         session = self.app.session
         assert session is not None
-        found = await list_sessions(session.config)
+        # A session that holds no message has nothing to resume.
+        found = [info for info in await list_sessions(session.config) if info.message_count]
         if not found:
-            self.say("no stored sessions")
+            self.say("no stored sessions with a conversation in them")
             return
 
         def chosen(session_id: str | None) -> None:

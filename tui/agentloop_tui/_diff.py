@@ -196,12 +196,27 @@ def _side_by_side(parsed: ParsedDiff, old: dict[int, Text], new: dict[int, Text]
 
 
 def render_diff(
-    diff: str | ParsedDiff, *, width: int = 80, side_by_side_width: int = 160
+    diff: str | ParsedDiff,
+    *,
+    width: int = 80,
+    side_by_side_width: int = 160,
+    max_lines: int | None = None,
 ) -> RenderableType:
     """``diff`` as a renderable: a header (the file, lines added and removed) over the lines,
-    unified, or side by side when ``width`` is at least ``side_by_side_width``."""
+    unified, or side by side when ``width`` is at least ``side_by_side_width``.
+
+    With ``max_lines``, only that many lines of the diff are highlighted and shown, followed
+    by how many more there are: a new file of thousands of lines costs what a short one does.
+    """
     parsed = diff if isinstance(diff, ParsedDiff) else parse_diff(diff)
+    header = _header(parsed)
+    more = 0
+    if max_lines is not None and len(parsed.lines) > max_lines:
+        more = len(parsed.lines) - max_lines
+        parsed = msgspec.structs.replace(parsed, lines=parsed.lines[:max_lines])
     old, new = _highlight(parsed, "old"), _highlight(parsed, "new")
     wide = width >= side_by_side_width and parsed.old_path is not None
     body = _side_by_side(parsed, old, new) if wide else _unified(parsed, old, new)
-    return Group(_header(parsed), body)
+    if more:
+        return Group(header, body, Text(f"… {more:,} more lines", style="dim italic"))
+    return Group(header, body)

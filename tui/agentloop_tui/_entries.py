@@ -145,6 +145,15 @@ class AssistantEntry(Entry):
         self.plan = plan
         self.error: str | None = None
         self.aborted = False
+        self.retries: list[str] = []
+        self.generation = 0  # how many times the answer was started afresh (a retry)
+
+    def restart(self, why: str) -> None:
+        """The model call is retried: what streamed so far is void, ``why`` is shown instead."""
+        self.parts = []
+        self._by_index = {}
+        self.retries.append(why)
+        self.generation += 1
 
     def part(self, index: int, kind: type[TextPart | ThinkingPart]) -> Any:
         """The part for the answer's block ``index``, made (as a ``kind``) when it is new."""
@@ -180,11 +189,19 @@ class AssistantEntry(Entry):
 
 
 class ToolEntry(Entry):
-    """A tool call's block: collapsed to one line, or expanded to its output or diff."""
+    """A tool call's block: collapsed to one line, or expanded to its output or diff.
+
+    Attributes:
+        started: when it started (the view model's clock); ``None`` for a resumed call.
+        ended: when it ended.
+        exit_code: a command's exit status (``bash``), when its result says.
+    """
 
     kind = "tool"
 
-    def __init__(self, call_id: str, name: str, arguments: Any, title: str) -> None:
+    def __init__(
+        self, call_id: str, name: str, arguments: Any, title: str, *, started: float | None = None
+    ) -> None:
         super().__init__()
         self.call_id = call_id
         self.name = name
@@ -195,11 +212,37 @@ class ToolEntry(Entry):
         self.diff: str | None = None
         self.expanded = True
         self.collapse_at: float | None = None
+        self.started = started
+        self.ended: float | None = None
+        self.exit_code: int | None = None
 
     @property
     def summary(self) -> str:
-        """The first line of the output (or of the error)."""
+        """What the folded line says after the title: a command's exit status, else the first
+        line of the output (or of the error)."""
+        if self.exit_code is not None:
+            return f"exit {self.exit_code}"
         return first_line(self.output)
+
+    @property
+    def command(self) -> str | None:
+        """The command line of a ``bash`` call (its first line), else ``None``."""
+        if self.name != "bash" or not isinstance(self.arguments, dict):
+            return None
+        command = str(self.arguments.get("command", "")).strip()
+        return command.splitlines()[0] if command else None
+
+    @property
+    def label(self) -> str:
+        """What ran, in one line: ``bash: pytest -x`` for a command, else the title."""
+        command = self.command
+        return f"bash: {command}" if command is not None else self.title
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds it has run (until ``now`` while running); ``None`` when not known."""
+        if self.started is None:
+            return None
+        return (self.ended if self.ended is not None else now) - self.started
 
 
 class NoticeEntry(Entry):

@@ -1,133 +1,105 @@
-"""The dialogs: approval, the session picker, help, and the first-run wizard."""
+"""The pickers and help: stored sessions, models, earlier prompts, and the keys.
+
+Each picker is a filter box over a list: type to narrow it, Up and Down to move, Enter to
+choose, Escape to close without choosing.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from agentloop_coding import unified_diff
-
-from ._diff import render_diff
-
 if TYPE_CHECKING:
-    from rich.console import RenderableType
     from textual.app import ComposeResult
 
-    from agentloop import ToolCall
     from agentloop.sessions import SessionInfo
-    from agentloop_coding import CodingSession
 
 __all__ = [
-    "Answer",
-    "preview_diff",
-    "ApprovalScreen",
     "HelpScreen",
+    "HistorySearch",
+    "ModelChoice",
+    "ModelPicker",
+    "Picker",
     "SessionPicker",
-    "Setup",
-    "SetupScreen",
+    "catalog_models",
+    "help_text",
+    "when",
 ]
 
-Answer: TypeAlias = Literal["yes", "always", "no"]
+
+def when(milliseconds: int, now: float | None = None) -> str:
+    """A time as people say it: ``just now``, ``5 min ago``, ``3 h ago``, ``2 d ago``."""
+    if milliseconds <= 0:
+        return "unknown time"
+    seconds = (time.time() if now is None else now) - milliseconds / 1000
+    for limit, unit, size in ((3600, "min", 60), (86_400, "h", 3600), (30 * 86_400, "d", 86_400)):
+        if seconds < limit:
+            return "just now" if seconds < 60 else f"{int(seconds // size)} {unit} ago"
+    return time.strftime("%Y-%m-%d", time.localtime(milliseconds / 1000))
 
 
-def preview_diff(session: CodingSession | None, call: ToolCall) -> str | None:
-    """The diff a file edit would make, for the dialog (``None`` when not an edit)."""
-    args = call.arguments
-    if session is None or not isinstance(args, dict) or not isinstance(args.get("path"), str):
-        return None
-    if call.name not in ("write_file", "edit_file"):
-        return None
-    try:
-        path = session.workspace.resolve(args["path"])
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if call.name == "write_file":
-            new = str(args.get("content", ""))
-        else:
-            new = old.replace(
-                str(args["old"]), str(args["new"]), -1 if args.get("replace_all") else 1
-            )
-        return unified_diff(old, new, session.workspace.display(path))
-    except (OSError, ValueError, KeyError):
-        return None  # a preview is a convenience: without one, the dialog shows arguments
-
-
-class ApprovalScreen(ModalScreen[Answer]):
-    """Asks whether a tool call may run: yes, always for this session (this tool), or no.
-
-    Escape answers no: whatever closes the dialog without a yes refuses the call.
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer('yes')", "Yes"),
-        Binding("a", "answer('always')", "Always"),
-        Binding("n", "answer('no')", "No"),
-        Binding("escape", "answer('no')", "No", show=False),
-    ]
-
-    def __init__(self, tool: str, title: str, arguments: Any, diff: str | None = None) -> None:
-        super().__init__(classes="approval")
-        self.tool = tool
-        self.title_line = title
-        self.arguments = arguments
-        self.diff = diff
-
-    def _details(self) -> RenderableType:
-        if self.diff:
-            return render_diff(self.diff, width=self.app.size.width)
-        raw = msgspec.json.format(msgspec.json.encode(self.arguments), indent=2).decode()
-        lines = raw.splitlines()
-        shown = "\n".join(lines[:20]) + ("\n…" if len(lines) > 20 else "")
-        return Text(shown, style="dim")
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label(Text.assemble("Allow ", (self.title_line, "bold"), "?"), id="question")
-            with VerticalScroll(id="details"):
-                yield Static(self._details())
-            with Horizontal(id="buttons"):
-                yield Button("[y] Yes", id="yes", variant="success")
-                yield Button(f"[a] Always for {self.tool} this session", id="always")
-                yield Button("[n] No", id="no", variant="error")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.action_answer(event.button.id or "no")
-
-    def action_answer(self, answer: str) -> None:
-        self.dismiss(answer if answer in ("yes", "always") else "no")  # type: ignore[arg-type]
-
-
-class SessionPicker(ModalScreen[str | None]):
-    """The stored sessions, newest first; Enter resumes one, Escape cancels."""
+class Picker(ModalScreen[str | None]):
+    """A list to choose from, narrowed by what is typed; dismissed with the chosen id."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, sessions: list[SessionInfo]) -> None:
+    def __init__(self, title: str, rows: list[tuple[str, Text, str]], *, empty: str) -> None:
+        """``rows``: ``(id, what the row shows, the text the filter searches)``."""
         super().__init__(classes="picker")
-        self.sessions = sessions
+        self.heading = title
+        self.rows = rows
+        self.empty = empty
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label("Resume a session (Enter), or Escape", id="question")
-            options = [
-                Option(
-                    Text.assemble(
-                        (info.id, "bold"),
-                        f"  {info.message_count} messages  ",
-                        (str(info.metadata.get("cwd", "")), "dim"),
-                        f"  {info.title}",
-                    ),
-                    id=info.id,
-                )
-                for info in self.sessions
-            ]
-            yield OptionList(*options, id="sessions")
+            yield Label(self.heading, id="question")
+            yield Input(placeholder="type to filter", id="filter")
+            yield OptionList(id="choices")
+
+    def on_mount(self) -> None:
+        self._fill("")
+        self.query_one("#filter", Input).focus()
+
+    def _fill(self, query: str) -> None:
+        words = query.lower().split()
+        choices = self.query_one("#choices", OptionList)
+        choices.clear_options()
+        shown = [
+            Option(row, id=key)
+            for key, row, searched in self.rows
+            if all(word in searched.lower() for word in words)
+        ]
+        if shown:
+            choices.add_options(shown)
+            choices.highlighted = 0
+        else:
+            choices.add_option(Option(Text(self.empty, style="dim"), disabled=True))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._fill(event.value)
+
+    def on_key(self, event: Any) -> None:
+        choices = self.query_one("#choices", OptionList)
+        if event.key in ("up", "down"):
+            event.stop()
+            (choices.action_cursor_up if event.key == "up" else choices.action_cursor_down)()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        choices = self.query_one("#choices", OptionList)
+        index = choices.highlighted
+        if index is not None:
+            option = choices.get_option_at_index(index)
+            if not option.disabled:
+                self.dismiss(option.id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
@@ -136,103 +108,144 @@ class SessionPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-HELP = """\
+class SessionPicker(Picker):
+    """The stored sessions with something in them, newest first: when, the first prompt as a
+    title, how many messages, the model."""
+
+    def __init__(self, sessions: list[SessionInfo], *, now: float | None = None) -> None:
+        self.sessions = sessions
+        rows = []
+        for info in sessions:
+            title = info.title or "(untitled)"
+            model = info.model or ""
+            row = Text.assemble(
+                (f"{when(info.updated_at or info.created_at, now):>12}  ", "dim"),
+                (title, "bold"),
+                (f"  {info.message_count} messages", ""),
+                (f"  {model}", "cyan"),
+            )
+            rows.append((info.id, row, f"{title} {model} {info.id}"))
+        super().__init__("Resume a session (Enter), or Escape", rows, empty="no stored sessions")
+
+
+class ModelChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """A model the picker offers: its string, context window and prices per million tokens."""
+
+    model: str
+    context_window: int | None = None
+    input_price: float | None = None
+    output_price: float | None = None
+    note: str = ""
+
+
+def catalog_models() -> list[ModelChoice]:
+    """The catalog's models (and the installed local ones), by provider."""
+    from agentloop_providers import presets
+
+    found: list[ModelChoice] = []
+    for provider, preset in presets().items():
+        for model_id, info in sorted(preset.models.items()):
+            pricing = info.pricing
+            found.append(
+                ModelChoice(
+                    model=f"{provider}:{model_id}",
+                    context_window=info.context_window,
+                    input_price=pricing.input if pricing else None,
+                    output_price=pricing.output if pricing else None,
+                )
+            )
+    try:
+        from agentloop_local import available_models
+    except ImportError:
+        return found
+    for local in available_models():
+        if local.installed:
+            found.append(
+                ModelChoice(
+                    model=local.model_string,
+                    context_window=local.preset.context_window,
+                    input_price=0.0,
+                    output_price=0.0,
+                    note="in-process",
+                )
+            )
+    return found
+
+
+class ModelPicker(Picker):
+    """The models to switch to: each with its context window and price."""
+
+    def __init__(self, models: list[ModelChoice], current: str) -> None:
+        rows = []
+        for choice in models:
+            window = f"{choice.context_window // 1000:,}k ctx" if choice.context_window else ""
+            price = ""
+            if choice.input_price is not None and choice.output_price is not None:
+                price = f"${choice.input_price:g} / ${choice.output_price:g} per M"
+            mark = "● " if choice.model == current else "  "
+            row = Text.assemble(
+                mark,
+                (f"{choice.model:<44}", "bold"),
+                (f"{window:>11}  ", "cyan"),
+                (price, "dim"),
+                (f"  {choice.note}" if choice.note else "", "green"),
+            )
+            rows.append((choice.model, row, choice.model))
+        super().__init__("Switch the model (Enter), or Escape", rows, empty="no such model")
+
+
+class HistorySearch(Picker):
+    """Ctrl+R: the earlier prompts of this project, newest first."""
+
+    def __init__(self, prompts: list[str]) -> None:
+        rows = []
+        for index, prompt in enumerate(prompts):
+            first = prompt.strip().splitlines()[0] if prompt.strip() else ""
+            lines = prompt.count("\n") + 1
+            row = Text.assemble(
+                first[:100], (f"  (+{lines - 1} lines)" if lines > 1 else "", "dim")
+            )
+            rows.append((str(index), row, prompt))
+        self.prompts = prompts
+        super().__init__("Search earlier prompts (Enter puts it in the prompt)", rows, empty="none")
+
+
+def help_text(newline: str) -> str:
+    """The keys and commands; ``newline`` is the key that adds a line in this terminal."""
+    return f"""\
 Keys
   Enter            send (while the agent runs: steer it, interrupting its tools)
   Alt+Enter        queue a follow-up for when the agent would stop
-  Shift+Enter, Ctrl+J   new line          Up/Down   earlier prompts
-  Esc, Ctrl+C      abort the run          Ctrl+Q    quit
-  Shift+Tab        plan mode on/off (off with a plan: carry it out)
-  F2               expand/collapse the selected tool block
+  {newline + ", Ctrl+J" if newline != "Ctrl+J" else "Ctrl+J":<16} new line   Up/Down  earlier prompts   Ctrl+R  search them
+  Tab              complete a /command or an @path (@path attaches a file)
+  Esc, Ctrl+C      abort the run    Ctrl+C (idle) clears the prompt, twice quits
+  Esc Esc          edit the previous prompt (the conversation goes back to before it)
+  Ctrl+Q           quit             Shift+Tab  plan mode on/off (off with a plan: run it)
+  F2               fold/open the newest (or selected) tool block
   Shift+Left/Right select a tool block    Ctrl+T    show/fold thinking
-  PageUp/PageDown, Ctrl+Up/Down, mouse wheel   scroll the conversation
+  PageUp/PageDown, Ctrl+Up/Down, wheel    scroll    End  back to the newest output
   Ctrl+Y           copy the last answer   Alt+Y     copy its last code block
 Commands
   /plan /editor /compact [tokens] /model [provider:model] /thinking [level]
-  /usage /system [text] /reset /sessions /copy /help /quit
+  /usage /system [text] /reset /sessions /copy /help /quit, and MCP prompts (/mcp__...)
   #approve on|smart|off   ask about every call, calls that change something, none"""
 
 
 class HelpScreen(ModalScreen[None]):
+    """The keys and commands."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", show=False),
     ]
 
+    def __init__(self, newline: str = "Ctrl+J") -> None:
+        super().__init__()
+        self.newline = newline
+
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(HELP, markup=False)
+            yield Static(help_text(self.newline), markup=False)
 
     def action_close(self) -> None:
-        self.dismiss(None)
-
-
-class Setup(msgspec.Struct, frozen=True, kw_only=True):
-    """What the first-run wizard asked: a provider, its model, a key, whether to remember."""
-
-    provider: str
-    model: str
-    api_key: str = ""
-    remember: bool = False
-
-
-def _providers() -> list[tuple[str, str, str]]:
-    """``(name, default model, key variable)`` of the presets with an API key variable."""
-    from agentloop_coding._keys import PREFERRED_PROVIDERS
-    from agentloop_providers import get_preset
-
-    found = []
-    for name in PREFERRED_PROVIDERS:
-        preset = get_preset(name)
-        found.append((name, preset.default_model or "", preset.api_key_env or ""))
-    return found
-
-
-class SetupScreen(ModalScreen[Setup | None]):
-    """The first-run wizard: no model is configured, so ask for a provider, model and key.
-
-    The key is used by this process (and kept in the system keyring when asked to remember
-    and the ``keyring`` package is installed); it is never written to a file.
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Quit")]
-
-    def compose(self) -> ComposeResult:
-        providers = _providers()
-        self._defaults = {name: (model, var) for name, model, var in providers}
-        first = providers[0]
-        with Vertical(id="dialog"):
-            yield Label("Welcome to agentloop. Choose a model to start.", id="question")
-            yield Select([(n, n) for n, _, _ in providers], value=first[0], id="provider")
-            yield Input(first[1], placeholder="model id", id="model")
-            yield Input(placeholder=f"API key ({first[2]})", password=True, id="key")
-            yield Checkbox("Remember the model (config file) and key (keyring)", id="remember")
-            with Horizontal(id="buttons"):
-                yield Button("Start", id="start", variant="success")
-                yield Button("Quit", id="quit")
-
-    def on_select_changed(self, event: Select.Changed) -> None:
-        model, variable = self._defaults.get(str(event.value), ("", ""))
-        self.query_one("#model", Input).value = model
-        self.query_one("#key", Input).placeholder = f"API key ({variable})"
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "quit":
-            self.dismiss(None)
-            return
-        provider = str(self.query_one("#provider", Select).value)
-        model = self.query_one("#model", Input).value.strip()
-        if not model:
-            self.notify("the model id is empty", severity="error")
-            return
-        self.dismiss(
-            Setup(
-                provider=provider,
-                model=model,
-                api_key=self.query_one("#key", Input).value.strip(),
-                remember=self.query_one("#remember", Checkbox).value,
-            )
-        )
-
-    def action_cancel(self) -> None:
         self.dismiss(None)

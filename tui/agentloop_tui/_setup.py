@@ -2,9 +2,11 @@
 
 The API key goes into this process's environment, under the provider's own variable, so the
 provider finds it as usual; with ``remember`` it is also stored in the system keyring (when the
-``keyring`` package is installed), never in a file. The model is written to the user's
-configuration file with ``remember`` only when that file does not exist yet: an existing file
-is the user's own and is left alone.
+``keyring`` package is installed, under the service ``agentloop`` where the coding agent's
+``ApiKeys`` looks), never in a file. A local server's base URL goes into the environment too
+(``{PROVIDER}_BASE_URL``, which the provider reads); it is not saved. The model is written to the
+user's configuration file with ``remember`` only when that file does not exist yet: an existing
+file is the user's own and is left alone.
 """
 
 from __future__ import annotations
@@ -12,15 +14,29 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from agentloop_coding import user_config_path
-from agentloop_coding._keys import KEYRING_SERVICE, key_variable
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
 
-    from ._screens import Setup
+    from ._wizard import Setup
 
-__all__ = ["needs_setup", "apply_setup"]
+__all__ = ["KEYRING_SERVICE", "apply_setup", "key_variable", "needs_setup"]
+
+KEYRING_SERVICE = "agentloop"
+"""The keyring service API keys are kept under (the one ``agentloop_coding.ApiKeys`` reads)."""
+
+
+def key_variable(provider: str) -> str | None:
+    """The environment variable holding ``provider``'s API key, if it is a known preset."""
+    from agentloop_providers import UnknownPreset, get_preset
+
+    try:
+        return get_preset(provider).api_key_env
+    except UnknownPreset:
+        return None
 
 
 def needs_setup(model: str | None, environ: MutableMapping[str, str] | None = None) -> bool:
@@ -53,12 +69,21 @@ def apply_setup(setup: Setup, environ: MutableMapping[str, str] | None = None) -
             said.append(f"the {setup.provider} key is stored in the system keyring")
         else:
             said.append(f"the key is used for this run only: export {variable}=... to keep it")
+    if setup.base_url:
+        url_variable = f"{setup.provider.upper()}_BASE_URL"
+        env[url_variable] = setup.base_url
+        said.append(
+            f"{setup.provider} at {setup.base_url} for this run: "
+            f"export {url_variable}={setup.base_url} to keep it"
+        )
     if setup.remember:
         path = user_config_path(env)
         if path.exists():
             said.append(f"{path} exists and was left alone: set model there to keep this one")
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f'model = "{setup.provider}:{setup.model}"\n', encoding="utf-8")
+            # A JSON string is a TOML basic string: the model id is written escaped.
+            quoted = msgspec.json.encode(setup.model_string).decode()
+            path.write_text(f"model = {quoted}\n", encoding="utf-8")
             said.append(f"the model is saved in {path}")
     return said

@@ -93,13 +93,15 @@ class Conversation:
         self.auto_collapse = auto_collapse
         self.entries: list[AnyEntry] = []
         self.status = Status()
-        self.selected_tool: int | None = None  # an index into tool_entries()
+        # An index into tool_entries() once the user moved the selection; None: the newest.
+        self.selected_tool: int | None = None
         self.show_thinking = False
         self._tools: dict[str, ToolEntry] = {}
         self._answer: AssistantEntry | None = None
         self._abort_requested = False
         self._added: list[AnyEntry] = []
         self._changed: set[int] = set()
+        self._seconds: dict[int, int] = {}  # the whole seconds shown of each running tool
 
     # ---------------------------------------------------------------- changes
 
@@ -160,8 +162,9 @@ class Conversation:
                 self._end_answer(event.message)
         elif kind is ToolExecutionStart:
             assert isinstance(event, ToolExecutionStart)
+            title = self.title(event.name, event.arguments)
             entry = ToolEntry(
-                event.call_id, event.name, event.arguments, self.title(event.name, event.arguments)
+                event.call_id, event.name, event.arguments, title, started=self.clock()
             )
             self._tools[event.call_id] = entry
             self._add(entry)
@@ -181,6 +184,7 @@ class Conversation:
             self.status.changed = True
         elif kind is AgentStart:
             self._abort_requested = False
+            self._unpin()
             self.status.state = "running"
             self.status.turn = 0
             self.status.changed = True
@@ -192,10 +196,15 @@ class Conversation:
             self.notice(f"context compacted: {event.report}")
         elif kind is StreamRetry:
             assert isinstance(event, StreamRetry)
-            self.notice(
-                f"retrying (attempt {event.attempt}) in {event.delay:.1f} s: {event.message}",
-                level="warning",
-            )
+            line = f"retrying (attempt {event.attempt}) in {event.delay:.1f} s: {event.message}"
+            if self._answer is not None:
+                # What streamed before the failure is void and the retry streams afresh within
+                # the same message: the answer starts again below the line, so that its end
+                # (an error, say) comes after the retries, as it did in time.
+                self._answer.restart(line)
+                self.touch(self._answer)
+            else:
+                self.notice(line, level="warning")
 
     def _update(self, event: MessageUpdate) -> None:
         answer = self._answer
@@ -251,13 +260,8 @@ class Conversation:
         entry = self._tools.get(event.call_id)
         if entry is None:
             return
-        entry.output = extract_text(event.result.content)
-        entry.status = "error" if event.is_error else "done"
-        if entry.output.startswith(("tool call cancelled", "tool call aborted")):
-            entry.status = "cancelled"
-        details = event.result.details
-        if isinstance(details, dict) and isinstance(details.get("diff"), str):
-            entry.diff = details["diff"]
+        entry.ended = self.clock()
+        _settle(entry, extract_text(event.result.content), event.is_error, event.result.details)
         if self.auto_collapse is not None:
             entry.expanded = True
             entry.collapse_at = self.clock() + self.auto_collapse
@@ -299,11 +303,8 @@ class Conversation:
                 assert isinstance(message, ToolResultMessage)
                 found = self._tools.get(message.tool_call_id)
                 if found is not None:
-                    found.output = extract_text(message.content)
-                    found.status = "error" if message.is_error else "done"
-                    details = message.details
-                    if isinstance(details, dict) and isinstance(details.get("diff"), str):
-                        found.diff = details["diff"]
+                    text = extract_text(message.content)
+                    _settle(found, text, message.is_error, message.details)
 
     def _load_answer(self, message: AssistantMessage) -> None:
         answer = AssistantEntry()
@@ -332,19 +333,44 @@ class Conversation:
         return [e for e in self.entries if isinstance(e, ToolEntry)]
 
     def tick(self) -> list[ToolEntry]:
-        """Fold the tool blocks whose time is up; returns them."""
+        """Fold the tool blocks whose time is up, and count the seconds of running ones;
+        returns the blocks changed."""
         now = self.clock()
-        folded = []
+        changed = []
         for entry in self._tools.values():
             if entry.collapse_at is not None and now >= entry.collapse_at:
                 entry.collapse_at = None
                 entry.expanded = False
                 self.touch(entry)
-                folded.append(entry)
-        return folded
+                changed.append(entry)
+            elif entry.status == "running" and entry.started is not None:
+                second = int(now - entry.started)
+                if second != self._seconds.get(entry.id):
+                    self._seconds[entry.id] = second
+                    self.touch(entry)
+                    changed.append(entry)
+        return changed
+
+    def truncate(self, entry: AnyEntry) -> list[AnyEntry]:
+        """Forget ``entry`` and every entry after it (going back in the conversation);
+        returns them."""
+        index = next(i for i, e in enumerate(self.entries) if e is entry)
+        gone = self.entries[index:]
+        del self.entries[index:]
+        ids = {e.id for e in gone}
+        self._tools = {k: t for k, t in self._tools.items() if t.id not in ids}
+        self._added = [e for e in self._added if e.id not in ids]
+        self._changed -= ids
+        self._answer = None
+        self._unpin()
+        return gone
 
     def select_tool(self, step: int) -> ToolEntry | None:
-        """Move the tool-block selection by ``step`` (wrapping); returns the selected block."""
+        """Move the tool-block selection by ``step`` (wrapping); returns the selected block.
+
+        From then on the selection stays where the user put it (until the next prompt);
+        before, it is the newest block, whatever arrives.
+        """
         tools = self.tool_entries()
         if not tools:
             return None
@@ -360,14 +386,22 @@ class Conversation:
         self.touch(chosen)
         return chosen
 
+    def _unpin(self) -> None:
+        tools = self.tool_entries()
+        if self.selected_tool is not None and self.selected_tool < len(tools):
+            self.touch(tools[self.selected_tool])
+        self.selected_tool = None
+
     def toggle_tool(self) -> ToolEntry | None:
-        """Expand or collapse the selected tool block (the newest when none is selected)."""
+        """Expand or collapse the selected tool block: the one the user selected, else the
+        newest (the newest at the time of the key, not at the time of an earlier one)."""
         tools = self.tool_entries()
         if not tools:
             return None
-        if self.selected_tool is None or self.selected_tool >= len(tools):
-            self.selected_tool = len(tools) - 1
-        entry = tools[self.selected_tool]
+        index = self.selected_tool
+        if index is None or index >= len(tools):
+            index = len(tools) - 1
+        entry = tools[index]
         entry.expanded = not entry.expanded
         entry.collapse_at = None
         self.touch(entry)
@@ -383,6 +417,27 @@ class Conversation:
                         part.collapsed = not self.show_thinking
                 self.touch(entry)
 
+    def last_prompt(self) -> UserEntry | None:
+        """The user's last message."""
+        return next((e for e in reversed(self.entries) if isinstance(e, UserEntry)), None)
+
     def last_answer(self) -> AssistantEntry | None:
         """The latest answer of the assistant, if any."""
         return next((e for e in reversed(self.entries) if isinstance(e, AssistantEntry)), None)
+
+
+_CANCELLED = ("tool call cancelled", "tool call aborted")
+
+
+def _settle(entry: ToolEntry, output: str, is_error: bool, details: Any) -> None:
+    """A tool block's end, from its result (live, or read back from a stored session)."""
+    entry.output = output
+    entry.status = "error" if is_error else "done"
+    if output.startswith(_CANCELLED):
+        entry.status = "cancelled"
+    if isinstance(details, dict):
+        if isinstance(details.get("diff"), str):
+            entry.diff = details["diff"]
+        code = details.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            entry.exit_code = code

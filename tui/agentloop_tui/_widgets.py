@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
-from textual.widgets import Static, TextArea
+from textual.widgets import Static
 
 from ._diff import render_diff
 from ._entries import AssistantEntry, NoticeEntry, TextPart, ToolEntry, UserEntry
@@ -23,10 +22,10 @@ from ._text_view import CODE_THEME, CURSOR, TextView, ThinkingView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-    from textual import events
     from textual.app import ComposeResult
     from textual.geometry import Size
     from textual.layout import DockArrangeResult
+    from textual.widget import Widget
 
     from ._entries import AnyEntry
     from ._status import Status
@@ -35,10 +34,10 @@ __all__ = [
     "AnswerView",
     "ConversationView",
     "EntryView",
-    "PromptInput",
     "StatusBar",
     "ToolBlock",
     "ToolPanel",
+    "Welcome",
     "view_for",
 ]
 
@@ -48,7 +47,9 @@ _BADGES = {
     "error": ("✗", "red"),
     "cancelled": ("⊘", "magenta"),
 }
-_OUTPUT_LINES = 40
+_HEAD_LINES = 12  # a tool's output: its first lines ...
+_TAIL_LINES = 24  # ... and its last, where failures and exit codes are
+_DIFF_LINES = 300  # the most lines of a diff a tool block shows
 
 
 class EntryView:
@@ -86,8 +87,10 @@ class AnswerView(Vertical, EntryView):
         super().__init__(classes=classes)
         self.entry = entry
         self.parts: list[TextView | ThinkingView] = []
+        self.retries = Static("", classes="retries", markup=False)
         self.footer = Static("", classes="footer", markup=False)
         self.ready = False
+        self.generation = 0
         if entry.plan:
             self.border_title = "PLAN"
 
@@ -95,6 +98,7 @@ class AnswerView(Vertical, EntryView):
         return coarse(super().arrange(size, optimal=optimal))  # its text may be very tall
 
     def compose(self) -> ComposeResult:
+        yield self.retries
         yield self.footer
 
     def on_mount(self) -> None:
@@ -105,6 +109,13 @@ class AnswerView(Vertical, EntryView):
         if not self.ready:
             return  # on_mount catches up
         entry = self.entry
+        if entry.generation != self.generation:  # a retry: what streamed before is void
+            self.generation = entry.generation
+            for old in self.parts:
+                old.remove()
+            self.parts = []
+        self.retries.update("\n".join(entry.retries))
+        self.retries.display = bool(entry.retries)
         while len(self.parts) < len(entry.parts):
             part = entry.parts[len(self.parts)]
             view: TextView | ThinkingView = (
@@ -130,27 +141,76 @@ class AnswerView(Vertical, EntryView):
 
 
 class ConversationView(VerticalScroll):
-    """The conversation: a widget per entry, scrolled; an answer in it may be very tall."""
+    """The conversation: a widget per entry, scrolled; an answer in it may be very tall.
+
+    It follows new output while it is scrolled to the bottom, and only then: scrolling up
+    stops following, coming back to the bottom (by any means) follows again. Textual's anchor
+    keeps it at the bottom as the content grows; whether it is released is decided here, from
+    where the view is, rather than by every scroll request (Textual releases it on each one,
+    so a PageDown pressed at the bottom, which moves nothing, left it released for good).
+    """
+
+    marker: Widget | None = None
+    """Shown while new output arrives out of view ("new output below"); hidden on return."""
+
+    @property
+    def following(self) -> bool:
+        return not self._anchor_released
 
     def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
         return coarse(super().arrange(size, optimal=optimal))
 
+    def release_anchor(self) -> None:
+        self.scroll_target_y = self.scroll_y  # what Textual's does, but the anchor holds
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._anchor_released = new_value < self.max_scroll_y
+        if not self._anchor_released and self.marker is not None:
+            self.marker.display = False
+
+    def follow(self) -> None:
+        """Show the newest output, and follow it from now on."""
+        self.anchor()
+        if self.marker is not None:
+            self.marker.display = False
+
+    def scroll_by(self, lines: int) -> None:
+        """Scroll ``lines`` down (up when negative), at once: quick presses add up."""
+        self.scroll_to(y=self.scroll_y + lines, animate=False, immediate=True)
+
 
 def _output(entry: ToolEntry) -> RenderableType:
-    lines = entry.output.splitlines()
-    shown = "\n".join(lines[:_OUTPUT_LINES])
-    more = len(lines) - _OUTPUT_LINES
-    path = entry.arguments.get("path") if isinstance(entry.arguments, dict) else None
-    body: RenderableType
-    if entry.name == "read_file" and isinstance(path, str) and entry.status == "done":
-        body = Syntax(shown, Syntax.guess_lexer(path, shown), theme=CODE_THEME)
-    else:
-        body = Text(shown, style="red" if entry.status == "error" else "")
-    if more > 0:
-        from rich.console import Group
+    """A tool's output: all of it when short, else its head and its tail (where a failure and
+    a command's exit status are) with how many lines are left out between them."""
+    from rich.console import Group
 
-        return Group(body, Text(f"… {more} more lines", style="dim"))
-    return body
+    lines = entry.output.splitlines()
+    path = entry.arguments.get("path") if isinstance(entry.arguments, dict) else None
+    style = "red" if entry.status == "error" else ""
+    if entry.name == "read_file" and isinstance(path, str) and entry.status == "done":
+        shown = "\n".join(lines[: _HEAD_LINES + _TAIL_LINES])
+        more = len(lines) - _HEAD_LINES - _TAIL_LINES
+        body = Syntax(shown, Syntax.guess_lexer(path, shown), theme=CODE_THEME)
+        if more > 0:
+            return Group(body, Text(f"… {more:,} more lines", style="dim"))
+        return body
+    if len(lines) <= _HEAD_LINES + _TAIL_LINES + 1:
+        return Text(entry.output.rstrip("\n"), style=style)
+    left_out = len(lines) - _HEAD_LINES - _TAIL_LINES
+    return Group(
+        Text("\n".join(lines[:_HEAD_LINES]), style=style),
+        Text(f"… {left_out:,} lines …", style="dim italic"),
+        Text("\n".join(lines[-_TAIL_LINES:]), style=style),
+    )
+
+
+def _seconds(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
 class ToolBlock(Static, EntryView):
@@ -168,12 +228,25 @@ class ToolBlock(Static, EntryView):
             self.sync()
 
     def header(self) -> Text:
+        """``▸ ✓ bash: pytest -x → exit 1 · 3.2s``; while it runs, how long it has and that
+        Esc interrupts it."""
         entry = self.entry
         badge, colour = _BADGES[entry.status]
         arrow = "▾" if entry.expanded else "▸"
-        line = Text.assemble(f"{arrow} ", (badge, f"bold {colour}"), " ", (entry.title, "bold"))
-        if entry.summary and not entry.expanded:
+        line = Text.assemble(f"{arrow} ", (badge, f"bold {colour}"), " ", (entry.label, "bold"))
+        clock = getattr(self.app, "view", None)
+        elapsed = entry.elapsed(clock.clock()) if clock is not None else None
+        if entry.status == "running":
+            if elapsed is not None:
+                line.append(f" · {_seconds(elapsed)}", style="yellow")
+            line.append(" · esc to interrupt", style="dim")
+            return line
+        if entry.exit_code is not None:
+            line.append(f" → exit {entry.exit_code}", style="red" if entry.exit_code else "dim")
+        elif entry.summary and not entry.expanded:
             line.append(f" — {entry.summary}", style="dim")
+        if elapsed is not None and elapsed >= 1:
+            line.append(f" · {_seconds(elapsed)}", style="dim")
         return line
 
     def sync(self) -> None:
@@ -189,7 +262,9 @@ class ToolBlock(Static, EntryView):
         if entry.diff and entry.status == "done":
             width = self.app.size.width if self.is_attached else 80
             wide = getattr(self.app, "side_by_side_width", 160)
-            body = render_diff(entry.diff, width=width, side_by_side_width=wide)
+            body = render_diff(
+                entry.diff, width=width, side_by_side_width=wide, max_lines=_DIFF_LINES
+            )
         elif entry.output:
             body = _output(entry)
         else:
@@ -258,68 +333,53 @@ class ToolPanel(Static):
             badge, colour = _BADGES[entry.status]
             style = "reverse" if index == selected else ""
             lines.append(f"{badge} ", style=colour)
-            lines.append(f"{entry.title}\n", style=style)
+            lines.append(f"{entry.label}\n", style=style)
         if not tools:
             lines.append("none yet", style="dim")
         self.update(lines)
 
 
-class PromptInput(TextArea):
-    """The input editor: Enter submits, Shift+Enter or Ctrl+J adds a line, Alt+Enter queues a
-    follow-up, Up and Down at the first and last line recall earlier prompts."""
+class Welcome(Static):
+    """The first screen while nothing has been asked: what to do, with which model, where."""
 
-    class Submitted(Message):
-        def __init__(self, text: str, *, follow_up: bool) -> None:
-            super().__init__()
-            self.text = text
-            self.follow_up = follow_up
+    _shown: tuple[str, str, str | None, str] | None = None
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(soft_wrap=True, show_line_numbers=False, compact=True, **options)
-        self.prompts: list[str] = []
-        self._recall: int | None = None  # the index being shown, while browsing
-        self._draft = ""
-
-    def submit(self, *, follow_up: bool = False) -> None:
-        text = self.text
-        if not text.strip():
+    def show(self, *, model: str, workspace: str, session: str | None, newline: str) -> None:
+        if self._shown == (model, workspace, session, newline):
+            return  # drawn already
+        self._shown = (model, workspace, session, newline)
+        if not model:
+            self.update(Text("opening the session…", style="dim"))
             return
-        if not self.prompts or self.prompts[-1] != text:
-            self.prompts.append(text)
-        self._recall = None
-        self.clear()
-        self.post_message(self.Submitted(text, follow_up=follow_up))
-
-    def _show(self, text: str) -> None:
-        self.load_text(text)
-        self.move_cursor(self.document.end)
-
-    async def _on_key(self, event: events.Key) -> None:
-        key = event.key
-        row = self.cursor_location[0]
-        handled = True
-        if key == "enter":
-            self.submit()
-        elif key == "alt+enter":
-            self.submit(follow_up=True)
-        elif key in ("shift+enter", "ctrl+j"):
-            self.insert("\n")
-        elif key == "up" and row == 0 and self.prompts and self._recall != 0:
-            if self._recall is None:
-                self._draft, self._recall = self.text, len(self.prompts)
-            self._recall -= 1
-            self._show(self.prompts[self._recall])
-        elif key == "down" and self._recall is not None and row == self.document.line_count - 1:
-            self._recall += 1
-            if self._recall >= len(self.prompts):
-                self._recall = None
-                self._show(self._draft)
-            else:
-                self._show(self.prompts[self._recall])
-        else:
-            handled = False
-        if handled:
-            event.stop()
-            event.prevent_default()
-            return
-        await super()._on_key(event)
+        recorded = f"session {session}" if session else "not recorded"
+        self.update(
+            Text.assemble(
+                ("agentloop", "bold"),
+                " · a coding agent working in ",
+                (workspace or "…", "bold"),
+                "\n",
+                ("model ", "dim"),
+                (model or "…", "bold cyan"),
+                (f" · {recorded}", "dim"),
+                "\n\n",
+                "Type a task and press ",
+                ("Enter", "bold"),
+                ". ",
+                (newline, "bold"),
+                " adds a line, ",
+                ("Alt+Enter", "bold"),
+                " queues a follow-up while it works.\n",
+                ("/", "bold"),
+                " commands · ",
+                ("@", "bold"),
+                " attach a file · ",
+                ("Shift+Tab", "bold"),
+                " plan mode · ",
+                ("Esc", "bold"),
+                " interrupt · ",
+                ("/help", "bold"),
+                " keys · ",
+                ("Ctrl+Q", "bold"),
+                " quit",
+            )
+        )
