@@ -230,7 +230,8 @@ def __getattr__(name: str) -> object:
         DeprecationWarning,
         stacklevel=2,
     )
-    # Every use warns (the warnings filters decide what is shown): caching the value as a
-    # module attribute would silence the name for every later reader in the process.
     value: object = getattr(globals()[module], new)
+    # One warning per name, then a plain attribute: an old name in a hot loop costs nothing
+    # after its first use.
+    globals()[name] = value
     return value
