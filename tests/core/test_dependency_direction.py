@@ -54,6 +54,7 @@ MAY_IMPORT = {
         "agentloop_providers",
         "agentloop_policies",
         "agentloop_mcp",
+        "agentloop_local",  # the first-run wizard and /model offer the in-process model
         "agentloop_coding",
     },
     "agentloop_cli": set(),
