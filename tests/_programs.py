@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import NoReturn
 
 import pytest
 
-__all__ = ["require"]
+__all__ = ["missing", "require"]
 
 
 def require(program: str, install: str) -> str:
@@ -17,7 +18,12 @@ def require(program: str, install: str) -> str:
     path = shutil.which(program)
     if path is not None:
         return path
-    message = f"needs {program}, which is not installed ({install})"
+    missing(f"needs {program}, which is not installed ({install})")
+
+
+def missing(message: str) -> NoReturn:
+    """Skip the test, saying what it needs; fail it where ``AGENTLOOP_REQUIRE_PROGRAMS`` is
+    set (CI installed everything, so a missing piece there is a broken install)."""
     if os.environ.get("AGENTLOOP_REQUIRE_PROGRAMS"):
         pytest.fail(f"{message}; AGENTLOOP_REQUIRE_PROGRAMS is set")
     pytest.skip(message)

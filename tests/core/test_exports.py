@@ -341,4 +341,4 @@ def test_a_moved_name_warns_once_then_is_a_plain_attribute() -> None:
         again = agentloop.run_loop
     assert first is again is agentloop.loop.run_loop
     assert len([w for w in caught if "agentloop.run_loop moved" in str(w.message)]) == 1
-    assert agentloop.__dict__["run_loop"] is first  # no __getattr__ on later reads
+    assert vars(agentloop)["run_loop"] is first  # no __getattr__ on later reads

