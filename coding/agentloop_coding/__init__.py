@@ -63,7 +63,11 @@ if TYPE_CHECKING:
     )
     from ._edit import EditFile as EditFile, WriteFile as WriteFile, unified_diff as unified_diff
     from ._errors import ToolInputError as ToolInputError
-    from ._keys import ApiKeys as ApiKeys, default_model as default_model
+    from ._keys import (
+        PREFERRED_PROVIDERS as PREFERRED_PROVIDERS,
+        ApiKeys as ApiKeys,
+        default_model as default_model,
+    )
     from ._process import ProcessOutcome as ProcessOutcome, run_process as run_process
     from ._prompt import (
         DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT,
@@ -95,6 +99,7 @@ __all__ = [
     "ENVIRONMENT",
     "NOT_PATH",
     "NO_APPROVER",
+    "PREFERRED_PROVIDERS",
     "USER_ONLY",
     "ApiKeys",
     "Bash",
@@ -155,6 +160,7 @@ _WHERE: dict[str, str] = {
     "WriteFile": "._edit",
     "unified_diff": "._edit",
     "ApiKeys": "._keys",
+    "PREFERRED_PROVIDERS": "._keys",
     "default_model": "._keys",
     "ProcessOutcome": "._process",
     "run_process": "._process",

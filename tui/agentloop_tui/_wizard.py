@@ -18,6 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from agentloop_coding import PREFERRED_PROVIDERS
+
 if TYPE_CHECKING:
     from textual.app import ComposeResult
 
@@ -30,16 +32,8 @@ __all__ = [
     "choices",
 ]
 
-CLOUD_PROVIDERS = (
-    "anthropic",
-    "openai",
-    "gemini",
-    "mistral",
-    "xai",
-    "groq",
-    "deepseek",
-    "openrouter",
-)
+CLOUD_PROVIDERS = PREFERRED_PROVIDERS
+"""The cloud providers offered, in the order the coding agent prefers their keys."""
 """The cloud providers offered, in the order ``agentloop_coding.default_model`` prefers them."""
 LOCAL_SERVERS = ("ollama", "llamacpp", "lmstudio", "vllm", "llamacpp_python")
 """The local OpenAI-compatible servers offered (presets without a key)."""
