@@ -73,11 +73,41 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentInput", "SystemPrompt"]
 
 U = TypeVar("U")
+T = TypeVar("T")
 _KEEP: Any = object()  # ``override``'s "leave as it is"
 AgentInput: TypeAlias = str | AgentMessage | Sequence[AgentMessage]
 """What a prompt may be: text (a user message), one message, or several messages."""
 SystemPrompt: TypeAlias = str | Callable[[], str | Awaitable[str]]
 """A system prompt: text, or a function (sync or async) called at the start of every turn."""
+
+
+class _ListMadeWhenRead(Generic[T]):
+    """A public list attribute of an agent, kept as ``None`` in the slot ``_<name>`` until it
+    is read (or set): most agents never have any, and an empty list is one more object per
+    agent for the cyclic collector to walk. Reading it makes the list, so that
+    ``agent.toolsets.append(...)`` works as it always did.
+    """
+
+    __slots__ = ("_slot",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    @overload
+    def __get__(self, agent: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, agent: object, owner: type | None = None) -> list[T]: ...
+    def __get__(self, agent: object, owner: type | None = None) -> list[T] | Self:
+        if agent is None:
+            return self
+        items: list[T] | None = getattr(agent, self._slot)
+        if items is None:
+            items = []
+            setattr(agent, self._slot, items)
+        return items
+
+    def __set__(self, agent: object, items: list[T]) -> None:
+        setattr(agent, self._slot, items)
 
 
 def _resolve(model: str | ModelSpec, stream_fn: StreamFn | None) -> tuple[ModelSpec, StreamFn]:
@@ -172,6 +202,9 @@ class Agent(
         "_next_handle",
         "_pause_requested",
         "_pauser",
+        "_post_loop_policies",
+        "_post_turn_policies",
+        "_pre_turn_policies",
         "_run",
         "_running",
         "_scope",
@@ -182,6 +215,7 @@ class Agent(
         "_token",
         "_tool_index",
         "_tools",
+        "_toolsets",
         "approval",
         "async_transform_context",
         "convert_to_llm",
@@ -199,10 +233,7 @@ class Agent(
         "output_type",
         "plan_mode",
         "raise_on_error",
-        "post_loop_policies",
-        "post_turn_policies",
         "pre_dispatch_policies",
-        "pre_turn_policies",
         "retry_strategy",
         "session",
         "steering_interrupt",
@@ -212,10 +243,15 @@ class Agent(
         "system_prompt",
         "tool_execution",
         "tool_timeout",
-        "toolsets",
         "transform_context",
         "usage",
     )
+
+    # Made at their first read: the run reads the slots (``None``: none), not these.
+    pre_turn_policies: _ListMadeWhenRead[PreTurnPolicy] = _ListMadeWhenRead()
+    post_turn_policies: _ListMadeWhenRead[PostTurnPolicy] = _ListMadeWhenRead()
+    post_loop_policies: _ListMadeWhenRead[PostLoopPolicy] = _ListMadeWhenRead()
+    toolsets: _ListMadeWhenRead[Toolset] = _ListMadeWhenRead()
 
     def __init__(
         self,
@@ -269,10 +305,11 @@ class Agent(
         self.follow_up_mode: QueueMode = follow_up_mode
         self.get_api_key = get_api_key
         self.retry_strategy: RetryStrategy = retry_strategy or ExponentialBackoff()
-        self.pre_turn_policies = list(pre_turn_policies)
+        self._pre_turn_policies: list[PreTurnPolicy] | None = list(pre_turn_policies) or None
+        # Made now, even empty: every run's config shares this list, as it always has.
         self.pre_dispatch_policies = list(pre_dispatch_policies)
-        self.post_turn_policies = list(post_turn_policies)
-        self.post_loop_policies = list(post_loop_policies)
+        self._post_turn_policies: list[PostTurnPolicy] | None = list(post_turn_policies) or None
+        self._post_loop_policies: list[PostLoopPolicy] | None = list(post_loop_policies) or None
         self.approval = approval
         self.tool_execution: ToolExecution = tool_execution
         self.max_concurrent_tools = max_concurrent_tools
@@ -280,7 +317,7 @@ class Agent(
         self.on_message = on_message
         self.session = session
         self.instrumentation = instrumentation
-        self.toolsets: list[Toolset] = list(toolsets)
+        self._toolsets: list[Toolset] | None = list(toolsets) or None
         self._initial = (system_prompt, spec, provider, tuple(tools), tuple(messages))
         self._lock = threading.Lock()
         self._subscribers = {}
@@ -306,8 +343,9 @@ class Agent(
         self._tool_index = None
         self._messages: list[AgentMessage] = list(messages)
         self._history = None
-        self._steering: list[AgentMessage] = []  # queues stay short: lists cost less than deques
-        self._follow_up: list[AgentMessage] = []
+        # Queues stay short: lists cost less than deques. Made at the first message queued.
+        self._steering: list[AgentMessage] | None = None
+        self._follow_up: list[AgentMessage] | None = None
         self.last_error: str | None = None
         self.plan_mode = False
         self.usage = Usage()
@@ -433,16 +471,16 @@ class Agent(
             steering_interrupt=self.steering_interrupt,
             get_follow_up_messages=QueuePoll(self, steering=False),
             # Tuples: with no policies, the one empty tuple (a run allocates nothing for them).
-            pre_turn_policies=(*self.pre_turn_policies, *extra_pre_turn),
+            pre_turn_policies=(*(self._pre_turn_policies or ()), *extra_pre_turn),
             pre_dispatch_policies=self.pre_dispatch_policies,
             # The agent's pause policy joins only once a pause is asked (``pause_nowait``):
             # until then no turn pays for evaluating it.
             post_turn_policies=[
-                *self.post_turn_policies,
+                *(self._post_turn_policies or ()),
                 *extra_post_turn,
                 *((self._pauser,) if self._pauser is not None and self._pause_requested else ()),
             ],
-            post_loop_policies=(*self.post_loop_policies, *extra_post_loop),
+            post_loop_policies=(*(self._post_loop_policies or ()), *extra_post_loop),
             approval=approval,
             tool_execution=self.tool_execution,
             max_concurrent_tools=self.max_concurrent_tools,
@@ -633,9 +671,7 @@ class Agent(
     def _continue_prompts(self) -> list[AgentMessage]:
         last = self._messages[-1] if self._messages else None
         if last is None or (isinstance(last, AssistantMessage) and not is_failed_answer(last)):
-            queued = self._take(self._steering, self.steering_mode) or self._take(
-                self._follow_up, self.follow_up_mode
-            )
+            queued = self._take(steering=True) or self._take(steering=False)
             if not queued:
                 if last is None:
                     raise NoMessages("cannot continue: the history is empty and nothing is queued")
@@ -896,8 +932,8 @@ class Agent(
             messages=checkpoint.messages,
             **options,
         )
-        agent._steering.extend(checkpoint.steering)
-        agent._follow_up.extend(checkpoint.follow_up)
+        agent._steering = list(checkpoint.steering) or None
+        agent._follow_up = list(checkpoint.follow_up) or None
         agent.usage = checkpoint.usage
         agent.cost = checkpoint.cost
         agent.plan_mode = checkpoint.plan_mode

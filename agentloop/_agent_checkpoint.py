@@ -69,8 +69,8 @@ class AgentCheckpoints:
     usage: Usage
     cost: Cost
     _messages: list[AgentMessage]
-    _steering: list[AgentMessage]
-    _follow_up: list[AgentMessage]
+    _steering: list[AgentMessage] | None
+    _follow_up: list[AgentMessage] | None
     _tools: dict[str, AgentTool]
     _pause_requested: bool
     _pauser: PauseAtTurnEnd | None
@@ -93,8 +93,8 @@ class AgentCheckpoints:
             system_prompt=self.system_prompt,
             model=self.model,
             messages=list(self._messages),
-            steering=list(self._steering),
-            follow_up=list(self._follow_up),
+            steering=list(self._steering or ()),
+            follow_up=list(self._follow_up or ()),
             tool_names=list(self._tools),
             usage=self.usage,
             cost=self.cost,

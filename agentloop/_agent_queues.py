@@ -28,8 +28,10 @@ class AgentQueues:
         __slots__ = ()  # check this mixin's assignments against an empty list
 
     _lock: threading.Lock
-    _steering: list[AgentMessage]
-    _follow_up: list[AgentMessage]
+    # Made at the first message queued (most agents never queue one): until then ``None``, not
+    # an empty list for the collector to walk with every agent.
+    _steering: list[AgentMessage] | None
+    _follow_up: list[AgentMessage] | None
     steering_mode: QueueMode
     follow_up_mode: QueueMode
 
@@ -50,30 +52,40 @@ class AgentQueues:
         at once (their results say steering interrupted them, and with what); with
         ``"after_call"``, when one of them ends. Safe from any task, and from any thread.
         """
+        message = self._as_message(message)
         with self._lock:
-            self._steering.append(self._as_message(message))
+            if self._steering is None:
+                self._steering = []
+            self._steering.append(message)
         self._steering_arrived()
 
     def follow_up(self, message: str | AgentMessage) -> None:
         """Queue a message for when the agent would otherwise stop. Safe from any thread."""
+        message = self._as_message(message)
         with self._lock:
-            self._follow_up.append(self._as_message(message))
+            if self._follow_up is None:
+                self._follow_up = []
+            self._follow_up.append(message)
 
     def clear_steering(self) -> None:
         """Drop the queued steering messages."""
         with self._lock:
-            self._steering.clear()
+            if self._steering:
+                self._steering.clear()
 
     def clear_follow_up(self) -> None:
         """Drop the queued follow-ups."""
         with self._lock:
-            self._follow_up.clear()
+            if self._follow_up:
+                self._follow_up.clear()
 
     def clear_queues(self) -> None:
         """Drop every queued message, steering and follow-up."""
         with self._lock:
-            self._steering.clear()
-            self._follow_up.clear()
+            if self._steering:
+                self._steering.clear()
+            if self._follow_up:
+                self._follow_up.clear()
 
     def has_queued_messages(self) -> bool:
         """Whether a steering message or a follow-up waits."""
@@ -82,15 +94,18 @@ class AgentQueues:
     @property
     def queued_steering(self) -> list[AgentMessage]:
         """A copy of the steering messages waiting, oldest first."""
-        return list(self._steering)
+        return list(self._steering or ())
 
     @property
     def queued_follow_up(self) -> list[AgentMessage]:
         """A copy of the follow-ups waiting, oldest first."""
-        return list(self._follow_up)
+        return list(self._follow_up or ())
 
-    def _take(self, queue: list[AgentMessage], mode: QueueMode) -> list[AgentMessage]:
+    def _take(self, *, steering: bool) -> list[AgentMessage]:
+        """What a poll of the steering (or follow-up) queue takes, as its mode says."""
         with self._lock:
+            queue = self._steering if steering else self._follow_up
+            mode = self.steering_mode if steering else self.follow_up_mode
             if not queue:
                 return []
             if mode == "all":
@@ -125,6 +140,4 @@ class QueuePoll:
     def take_nowait(self) -> list[AgentMessage]:
         """What a poll takes, without waiting (the queue's mode says how many)."""
         agent = self._agent
-        if self._steering:
-            return agent._take(agent._steering, agent.steering_mode)
-        return agent._take(agent._follow_up, agent.follow_up_mode)
+        return agent._take(steering=self._steering)

@@ -134,7 +134,7 @@ class AgentRunner:
     system_prompt: str | Callable[[], str | Awaitable[str]]
     plan_mode: bool
     session: SessionRecorder | None
-    toolsets: list[Toolset]
+    _toolsets: list[Toolset] | None  # ``Agent.toolsets``, made when first read
     last_error: str | None
     on_message: Callable[[AgentMessage], object] | None
     approval: Any
@@ -179,7 +179,7 @@ class AgentRunner:
         self, output: OutputSpec[Any] | None, extras: Sequence[RunExtras] = ()
     ) -> tuple[AgentContext, AgentLoopConfig]:
         tools: Sequence[AgentTool] = self._tool_list()
-        toolsets: tuple[Toolset, ...] = tuple(self.toolsets)
+        toolsets: tuple[Toolset, ...] = tuple(self._toolsets or ())
         system_prompt = self.system_prompt
         pre_turn: list[Any] = []
         post_turn: list[Any] = []
@@ -303,16 +303,13 @@ class AgentRunner:
 
     # ---------------------------------------------------------------- running
 
-    async def _execute(
-        self,
-        prompts: Sequence[AgentMessage],
-        output: OutputSpec[Any] | None,
-        extras: Sequence[RunExtras] = (),
-    ) -> AgentResult[Any]:
-        """Run to the end (the awaitable forms); typed output is checked by the caller."""
-        scope = anyio.CancelScope()
+    def _new_run(
+        self, scope: anyio.CancelScope, output: OutputSpec[Any] | None, extras: Sequence[RunExtras]
+    ) -> _Run:
+        # A function of its own, so that the run's input (its context) is no local of
+        # ``_execute``, whose frame a run keeps for as long as it lasts.
         context, config = self._loop_input(output, extras)
-        run = _Run(
+        return _Run(
             context,
             config,
             self._on_event,
@@ -321,6 +318,16 @@ class AgentRunner:
             tools=self._tool_index,  # taken when the run's tools are the agent's, unchanged
             observed=False,
         )
+
+    async def _execute(
+        self,
+        prompts: Sequence[AgentMessage],
+        output: OutputSpec[Any] | None,
+        extras: Sequence[RunExtras] = (),
+    ) -> AgentResult[Any]:
+        """Run to the end (the awaitable forms); typed output is checked by the caller."""
+        scope = anyio.CancelScope()
+        run = self._new_run(scope, output, extras)
         self._claim(scope, run)
         self._route_updates()
         result: AgentResult[str] | None = None

@@ -70,7 +70,9 @@ class AgentSubscribers:
             run.update_failed = self._update_failed
             run.observed = True
         else:
-            run.emit_update = self._on_update
+            # None (the usual run: updates are then made only for an observer, and the run's
+            # ``emit`` hands them to ``_on_update`` too) or several.
+            run.emit_update = self._on_update if callbacks else run.emit
             run.update_failed = None
             run.observed = bool(callbacks)
 

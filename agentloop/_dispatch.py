@@ -433,7 +433,11 @@ class Batch:
             tasks = run.tasks
             assert tasks is not None, "a batch runs inside its run's task group"
             scope = run.scope
-            for group in groups:
+            # Indices rather than iterators over ``groups`` and the group waited for: a run
+            # parked here then holds no iterator objects for the cyclic collector to walk
+            # (a ``range`` iterator is not tracked).
+            for number in range(len(groups)):
+                group = groups[number]
                 if self.interrupted:
                     break
                 if scope.cancel_called:
@@ -446,7 +450,8 @@ class Batch:
                     slot.task = tasks.create_task(
                         self._run_call(slot, limiter), name=slot.call.name
                     )
-                for slot in group:
+                for index in range(len(group)):
+                    slot = group[index]
                     if not slot.finished:
                         assert slot.task is not None
                         await slot.task.wait()

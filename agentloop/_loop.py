@@ -202,7 +202,9 @@ class _Run(RunPolicies):
         self.messages = history.messages
         self.view = MessagesView(self.messages)
         self.new_messages: list[AgentMessage] = []
-        self.pending: list[AgentMessage] = []
+        # The messages for the next turn; empty (the common case while a run waits) it is the
+        # one empty tuple, not a list of its own.
+        self.pending: Sequence[AgentMessage] = ()
         self.overflow_signal = False
         # The context window a provider stated in an overflow error, for a model whose spec
         # has none: the recovery and the transformers budget by it for the rest of the run.
@@ -450,11 +452,13 @@ class _Run(RunPolicies):
             self.error_kind = message.error_kind
 
     def queue(self, messages: Sequence[AgentMessage]) -> None:
-        """Messages for the next turn (injected by a policy, or steering taken by a batch)."""
-        self.pending.extend(messages)
+        """Messages for the next turn (the prompts, messages taken from the queues, or injected
+        by a policy)."""
+        if messages:
+            self.pending = [*self.pending, *messages]
 
-    def take_pending(self) -> list[AgentMessage]:
-        pending, self.pending = self.pending, []
+    def take_pending(self) -> Sequence[AgentMessage]:
+        pending, self.pending = self.pending, ()
         return pending
 
     # ---------------------------------------------------------------- ending
@@ -485,7 +489,7 @@ class _Run(RunPolicies):
         batch, self.batch = self.batch, None
         if batch is not None and batch.steering:
             # Steering taken from the queue by this batch is committed, never dropped.
-            self.pending.extend(batch.steering)
+            self.queue(batch.steering)
             batch.steering = None
         if batch is not None:
             batch.resolve_unfinished(note if reason is not TurnEndReason.ABORTED else _ABORTED)
@@ -511,7 +515,7 @@ class _Run(RunPolicies):
         """
         if not self.pending:
             return
-        pending, self.pending = self.pending, []
+        pending = self.take_pending()
         if self.observed:
             self.emit(TurnStart(turn=self.turn))
         for message in pending:
@@ -583,7 +587,7 @@ class _Run(RunPolicies):
             try:
                 with self.scope:
                     # Prompts are committed by the first turn, like any pending message.
-                    self.pending.extend(prompts)
+                    self.queue(prompts)
                     if await self._turns():
                         # The rest of the run inside the task group of its tool calls.
                         async with _CallTasks(self):
@@ -668,8 +672,7 @@ class _Run(RunPolicies):
                     steering = list(await poll())
                 except Exception as exc:
                     raise HookFailed.wrap("get_steering_messages", exc) from exc
-                if steering:
-                    self.pending.extend(steering)
+                self.queue(steering)
             elif self.scope.cancel_called:
                 # Aborted as the turn ended (by a callback, with no await since): no new turn.
                 await anyio.lowlevel.checkpoint_if_cancelled()
@@ -688,7 +691,7 @@ class _Run(RunPolicies):
                 except Exception as exc:
                     raise HookFailed.wrap("get_follow_up_messages", exc) from exc
                 if follow:
-                    self.pending.extend(follow)
+                    self.queue(follow)
                     more = None
                     continue
             if config.post_loop_policies:
@@ -699,7 +702,7 @@ class _Run(RunPolicies):
                     self.stopped_by = stop
                     return False
                 if injected:
-                    self.pending.extend(injected)
+                    self.queue(injected)
                     more = None
                     continue
             return False
