@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -131,13 +132,14 @@ def main() -> None:
              "-b", f"127.0.0.1:{port}", "bench_app:app"],
             cwd=work, env={**os.environ, "BENCH_DELTAS": str(args.deltas)},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # hypercorn's worker is a process of its own: stop both
         )  # fmt: skip
         try:
             base = f"https://127.0.0.1:{port}/v1"
             _wait_up(base)
             result = anyio.run(_measure, base, 2 if args.smoke else args.repeat)
         finally:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)  # the server and the worker it spawned
             server.wait()
     emit_json({"benchmark": "bench_http2", "deltas": args.deltas, **result})
 

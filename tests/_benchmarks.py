@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,9 +19,12 @@ def run_benchmark(module: str, *args: str, timeout: float = 60) -> str:
     """``python -m benchmarks.<module> <args>`` from the repository; its standard output.
 
     The script runs in a process group of its own: on a timeout it goes, with any server it
-    started. Fails the test when it exits with an error.
+    started. Fails the test when it exits with an error, or when a process it started (tagged
+    through its environment) is still running after it ended.
     """
     env = dict(os.environ)
+    tag = f"{module}-{uuid.uuid4().hex}"
+    env["AGENTLOOP_BENCHMARK_RUN"] = tag
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     proc = subprocess.Popen(
         [sys.executable, "-m", f"benchmarks.{module}", *args],
@@ -38,4 +42,19 @@ def run_benchmark(module: str, *args: str, timeout: float = 60) -> str:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
     assert proc.returncode == 0, stderr[-4000:]
+    assert _still_running(tag) == [], f"{module} left processes running"
     return stdout
+
+
+def _still_running(tag: str) -> list[str]:
+    """The command lines of live processes whose environment carries ``tag`` (Linux's /proc;
+    elsewhere nothing is found)."""
+    marker = f"AGENTLOOP_BENCHMARK_RUN={tag}".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
