@@ -152,3 +152,28 @@ def test_apply_setup_points_a_local_server_at_its_base_url(tmp_path: Path) -> No
     import tomllib
 
     assert tomllib.loads(config) == {"model": 'ollama:qwen"3'}  # quoted: a model id is data
+
+
+async def test_a_small_terminal_reaches_start_and_enter_in_a_field_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At 50 x 16 the dialog is taller than the screen: it scrolls to the focused field, and
+    # Enter in a field does what Start does.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    asked: list[str | None] = []
+    app = _app(tmp_path, asked)
+    async with app.run_test(size=(50, 16)) as pilot:
+        await pilot.pause()
+        start = app.screen.query_one("#start")
+        start.focus()
+        await pilot.pause()
+        assert start.region.height > 0
+        assert app.screen.region.contains_region(start.region), "Start is off the screen"
+        await _pick(pilot, "openai")
+        key = app.screen.query_one("#key")
+        key.focus()
+        await pilot.press(*"sk-test", "enter")
+        await app.ready.wait()
+        await app.workers.wait_for_complete()
+    assert asked == ["openai:gpt-4.1"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 import msgspec
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
@@ -163,7 +163,8 @@ class SetupScreen(ModalScreen[Setup | None]):
 
     def compose(self) -> ComposeResult:
         first = self.offered[0]
-        with Vertical(id="dialog"):
+        # Scrolls on a small terminal, to whichever field has the focus.
+        with VerticalScroll(id="dialog"):
             yield Label("Welcome to agentloop. Choose a model to start.", id="question")
             yield Select(
                 [(c.label, c.provider) for c in self.offered], value=first.provider, id="provider"
@@ -212,7 +213,15 @@ class SetupScreen(ModalScreen[Setup | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "quit":
             self.dismiss(None)
-            return
+        else:
+            self._start()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not self.query_one("#start", Button).disabled:
+            self._start()  # Enter in a field: what Start does
+
+    def _start(self) -> None:
         choice = self.by_provider[str(self.query_one("#provider", Select).value)]
         if choice.kind == "in-process":
             model = str(self.query_one("#local-model", Select).value)
