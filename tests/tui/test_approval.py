@@ -152,3 +152,19 @@ def test_a_command_is_allowed_by_its_start_only_when_it_is_plain_words() -> None
         "git status\nrm -rf ~",
     ):
         assert not rules.allows(refused), refused
+
+
+@pytest.mark.parametrize("size", [(50, 16), (80, 24)])
+async def test_every_key_shows_on_a_small_terminal(tmp_path: Path, size: tuple[int, int]) -> None:
+    write = ("write_file", {"path": "constants.py", "content": BIG})
+    model = PausingModel([reply_tool_calls(write), reply_text("written")])
+    app = make_app(tmp_path, model)
+    async with app.run_test(size=size) as pilot:
+        await app.ready.wait()
+        await pilot.press(*"write them", "enter")
+        await _dialog(pilot)
+        shown = screen_text(app)
+        for key in ("y yes", "a always allow", "n no", "t no, tell it"):
+            assert key in shown, key
+        await pilot.press("n")
+        await app.workers.wait_for_complete()

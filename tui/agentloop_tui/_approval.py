@@ -159,11 +159,13 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
             yield Label(self.question, id="question")
             with VerticalScroll(id="details"):
                 yield Static(self.details())
+            # Two rows, so that every key shows on a narrow terminal too.
             with Horizontal(id="buttons"):
                 yield Button("y yes", id="yes", variant="success", compact=True)
-                yield Button(f"a {self.always}", id="always", compact=True)
                 yield Button("n no", id="no", variant="error", compact=True)
                 yield Button("t no, tell it what to do", id="instead", compact=True)
+            with Horizontal(id="always-row", classes="buttons"):
+                yield Button(f"a {self.always}", id="always", compact=True)
             yield Input(placeholder="What should it do instead? (Enter sends)", id="say")
 
     def on_mount(self) -> None:
