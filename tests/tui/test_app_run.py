@@ -137,6 +137,31 @@ async def test_criterion_18_escape_and_ctrl_c_abort_and_show_it(tmp_path: Path, 
         assert "aborted" in screen and "⊘" in screen
 
 
+async def test_what_was_queued_for_an_aborted_run_goes_back_into_the_prompt(
+    tmp_path: Path,
+) -> None:
+    # A steer and a follow-up typed while the answer streams wait for the run; Esc stops the
+    # run, and they come back into the prompt (to edit or send again) instead of staying
+    # queued, shown as pending, to go with whatever is asked next.
+    model = PausingModel([Pause(reply_text("a long answer " * 20), after=6), reply_text("ok")])
+    app = make_app(tmp_path, model)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.ready.wait()
+        await pilot.press(*"go", "enter")
+        await model.paused.wait()
+        await pilot.press(*"stop that", "enter")
+        await pilot.press(*"then this", "alt+enter")
+        await settle(pilot)
+        assert "steer: stop that" in screen_text(app)
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        assert app.session is not None
+        assert not app.session.agent.has_queued_messages()
+        assert app.prompt.text == "stop that\nthen this"
+        assert "steer: stop that" not in screen_text(app)
+
+
 async def test_criterion_19_the_tool_panel_shows_active_tools_and_results(
     tmp_path: Path,
 ) -> None:

@@ -16,6 +16,7 @@ import anyio
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from agentloop import extract_text
 from agentloop.policy import Rejected
 from agentloop_policies import ALWAYS_ALLOW
 
@@ -113,7 +114,15 @@ class Actions(App[int]):
     def action_abort(self) -> None:
         if self.session is not None and self.running:
             self.view.request_abort()
-            self.session.agent.abort()
+            agent = self.session.agent
+            agent.abort()
+            # What was queued for the run goes back into the prompt, to edit or send again:
+            # nothing typed for a stopped run goes out with the next prompt unseen.
+            waiting = [*agent.queued_steering, *agent.queued_follow_up]
+            agent.clear_queues()
+            if waiting:
+                typed = [extract_text(getattr(m, "content", [])) for m in waiting]
+                self.prompt.set_text("\n".join([*typed, self.prompt.text]).rstrip("\n"))
             self._changed()
 
     def action_interrupt(self) -> None:
